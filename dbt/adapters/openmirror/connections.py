@@ -1,0 +1,5 @@
+from dbt.adapters.spark.connections import SparkConnectionManager
+
+
+class OpenMirrorConnectionManager(SparkConnectionManager):
+    TYPE = "openmirror"

@@ -1,0 +1,31 @@
+"""Errors a dbt user can act on. Each names the model and, where there is one, the column and value."""
+
+from dbt_common.exceptions import DbtRuntimeError
+
+
+class OpenMirrorError(DbtRuntimeError):
+    """Base class: something about the model or the landing zone stops the publish."""
+
+
+class LandingZoneConfigError(OpenMirrorError):
+    """The profile's landing zone is missing or unusable."""
+
+
+class MirrorConfigError(OpenMirrorError):
+    """A model config value is missing or invalid."""
+
+
+class KeyColumnsError(OpenMirrorError):
+    """The model's unique key cannot be used: absent, NULL, duplicated or changed."""
+
+
+class SchemaChangeError(OpenMirrorError):
+    """The model's columns changed in a way the mirror cannot take in place."""
+
+
+class PublishError(OpenMirrorError):
+    """The landing zone is not in the state the publisher expects."""
+
+
+class TargetExistsError(PublishError):
+    """A create-only write found its target already present: a number is never overwritten."""

@@ -1,0 +1,89 @@
+"""The landing zone's naming rules (spec sections 1, 2 and 4), as pure functions.
+
+Paths here are relative POSIX paths inside the landing zone root; storage backends resolve them.
+"""
+
+import json
+import re
+from typing import List, Optional, Sequence
+
+from dbt.adapters.openmirror.errors import PublishError
+
+METADATA_FILE = "_metadata.json"
+# Our durable record of what was published, beside the data files. The `_` prefix keeps the
+# mirror from reading it, and deleting the table folder (a rebuild) deletes it with the table.
+PUBLISH_RECORD_FILE = "_dbt_openmirror.json"
+# The service moves processed data files here; numbers found in them still count.
+PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
+SCRATCH_FOLDER = "_scratchPad"
+SCHEMA_FOLDER_SUFFIX = ".schema"
+
+SEQUENCE_DIGITS = 20
+DATA_FILE_PATTERN = re.compile(r"^(\d{20})\.parquet$")
+MAX_NAME_LENGTH = 128
+_FORBIDDEN_CHARACTERS = set('/\\:*?"<>|')
+
+
+def data_file_name(sequence_number: int) -> str:
+    if not 0 < sequence_number < 10**SEQUENCE_DIGITS:
+        raise ValueError(f"sequence number out of range: {sequence_number}")
+    return f"{sequence_number:0{SEQUENCE_DIGITS}d}.parquet"
+
+
+def parse_sequence_number(file_name: str) -> Optional[int]:
+    """The number of a published data file name, or None for any other name."""
+    match = DATA_FILE_PATTERN.match(file_name)
+    return int(match.group(1)) if match else None
+
+
+def highest_sequence_number(file_names: Sequence[str]) -> int:
+    numbers = [n for n in map(parse_sequence_number, file_names) if n is not None]
+    return max(numbers, default=0)
+
+
+def folder_name_problem(name: str) -> Optional[str]:
+    """Why `name` cannot be a schema or table folder, or None when it can."""
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return "it would leave its parent folder"
+    if name[0] in "_.":
+        return "names starting with '_' or '.' are ignored by the mirror"
+    if name != name.strip() or name.endswith("."):
+        return "it starts or ends with a space, or ends with '.'"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"it is longer than {MAX_NAME_LENGTH} characters"
+    bad = sorted({c for c in name if c in _FORBIDDEN_CHARACTERS or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        return f"it contains {', '.join(repr(c) for c in bad)}"
+    if name.lower().endswith(SCHEMA_FOLDER_SUFFIX):
+        return f"it ends with '{SCHEMA_FOLDER_SUFFIX}', which marks schema folders"
+    return None
+
+
+def table_folder_path(mirror_schema: Optional[str], mirror_table: str) -> str:
+    """`<schema>.schema/<table>`, or just `<table>` without a schema folder. Names must be valid."""
+    if mirror_schema:
+        return f"{mirror_schema}{SCHEMA_FOLDER_SUFFIX}/{mirror_table}"
+    return mirror_table
+
+
+def scratch_path(table_folder: str, run_id: str) -> str:
+    """Where one run stages its files: ignored by the mirror, unique to the run and table."""
+    return f"{SCRATCH_FOLDER}/dbt-openmirror/{table_folder}/{run_id}"
+
+
+def metadata_json(key_columns: Sequence[str]) -> str:
+    return json.dumps({"keyColumns": list(key_columns)}, indent=2) + "\n"
+
+
+def key_columns_from_metadata(text: str, where: str) -> List[str]:
+    """Key columns declared by a `_metadata.json` text (empty for an insert-only table)."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise PublishError(f"{where} is not valid JSON ({exc}); fix or delete it") from exc
+    keys = document.get("keyColumns", []) if isinstance(document, dict) else None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise PublishError(f"{where}: 'keyColumns' must be a list of column names, got {keys!r}")
+    return keys

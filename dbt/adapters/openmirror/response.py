@@ -1,0 +1,51 @@
+"""What a run reports: the run line and `run_results.json`'s adapter_response."""
+
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from dbt.adapters.contracts.connection import AdapterResponse
+
+from dbt.adapters.openmirror.change_sql import DELETE, INSERT, UPDATE, UPSERT
+
+
+@dataclass
+class OpenMirrorResponse(AdapterResponse):
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    upserts: int = 0
+    files: List[str] = field(default_factory=list)
+    table_folder: str = ""
+    mode: str = ""
+
+
+def _file_span(files: List[str]) -> str:
+    if not files:
+        return "no file"
+    if len(files) == 1:
+        return files[0]
+    return f"{files[0]} .. {files[-1]} ({len(files)} files)"
+
+
+def publish_response(
+    counts: Dict[int, int], files: List[str], table_folder: str, mode: str
+) -> OpenMirrorResponse:
+    """E.g. `+3 ~2 -1 -> 00000000000000000007.parquet`."""
+    inserts, updates = counts.get(INSERT, 0), counts.get(UPDATE, 0)
+    deletes, upserts = counts.get(DELETE, 0), counts.get(UPSERT, 0)
+    changes = f"+{inserts} ~{updates} -{deletes}" + (f" ^{upserts}" if upserts else "")
+    message = f"{changes} -> {_file_span(files)}" if files else f"{changes}: no changes, no file"
+    if mode == "rebuild":
+        message = f"rebuilt: {message}"
+    return OpenMirrorResponse(
+        _message=message,
+        code="OPEN_MIRROR",
+        rows_affected=sum(counts.values()),
+        inserts=inserts,
+        updates=updates,
+        deletes=deletes,
+        upserts=upserts,
+        files=files,
+        table_folder=table_folder,
+        mode=mode,
+    )

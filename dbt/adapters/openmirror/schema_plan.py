@@ -1,0 +1,89 @@
+"""What to publish when the model's columns differ from the snapshot's (spec section 5)."""
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from dbt.adapters.openmirror.errors import SchemaChangeError
+
+_COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    data_type: str
+
+    @property
+    def is_complex(self) -> bool:
+        return self.data_type.strip().lower().startswith(_COMPLEX_TYPE_PREFIXES)
+
+    @property
+    def published_type(self) -> str:
+        """The type the Parquet file carries: complex values travel as JSON strings."""
+        return "string" if self.is_complex else self.data_type.strip().lower()
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    #: The model's columns, in its order, as they are published.
+    columns: List[ColumnSpec]
+    #: Columns the model no longer returns: published as NULL and kept in the snapshot.
+    kept: List[ColumnSpec] = field(default_factory=list)
+    #: Columns the model returns for the first time.
+    added: List[ColumnSpec] = field(default_factory=list)
+    #: Set when the change cannot be published in place and the table is rebuilt instead.
+    rebuild_reason: Optional[str] = None
+
+
+def _describe(changes: Sequence[Tuple[str, str, str]]) -> str:
+    return "; ".join(f"column '{name}' {old} -> {new}" for name, old, new in changes)
+
+
+def plan_schema(
+    model: str,
+    previous: Optional[Sequence[ColumnSpec]],
+    current: Sequence[ColumnSpec],
+    on_schema_change: str,
+) -> SchemaPlan:
+    """Compare the snapshot's columns (None: no snapshot) with the model's; decide or fail."""
+    if previous is None:
+        return SchemaPlan(columns=list(current))
+    by_name = {c.name.lower(): c for c in previous}
+    current_names = {c.name.lower() for c in current}
+    added = [c for c in current if c.name.lower() not in by_name]
+    removed = [c for c in previous if c.name.lower() not in current_names]
+    retyped = [
+        (c.name, by_name[c.name.lower()].published_type, c.published_type)
+        for c in current
+        if c.name.lower() in by_name and by_name[c.name.lower()].published_type != c.published_type
+    ]
+    if not (added or removed or retyped):
+        return SchemaPlan(columns=list(current))
+
+    if on_schema_change == "fail":
+        parts = [f"added {[c.name for c in added]}" if added else "",
+                 f"removed {[c.name for c in removed]}" if removed else "",
+                 f"retyped: {_describe(retyped)}" if retyped else ""]
+        raise SchemaChangeError(
+            f"Model '{model}': columns changed ({', '.join(p for p in parts if p)}) and "
+            "on_schema_change='fail'. Set on_schema_change='append_new_columns' to publish added "
+            "columns, 'sync_all_columns' to rebuild the mirrored table, or run with --full-refresh."
+        )
+    if on_schema_change == "sync_all_columns" and (retyped or removed):
+        reason = "; ".join(
+            part
+            for part in (
+                _describe(retyped),
+                f"columns {[c.name for c in removed]} were removed" if removed else "",
+            )
+            if part
+        )
+        return SchemaPlan(columns=list(current), added=added, rebuild_reason=reason)
+    if retyped:
+        raise SchemaChangeError(
+            f"Model '{model}': {_describe(retyped)}. The mirror stops replicating a table whose "
+            "column type changes, so this is not published in place. Run with --full-refresh to "
+            "rebuild the mirrored table, or set on_schema_change='sync_all_columns' to rebuild "
+            "automatically."
+        )
+    return SchemaPlan(columns=list(current), kept=removed, added=added)

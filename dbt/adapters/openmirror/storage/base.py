@@ -1,0 +1,58 @@
+"""The one storage interface the publisher talks to. Paths are relative to the landing zone root."""
+
+from abc import ABC, abstractmethod
+from typing import BinaryIO, List, Optional
+
+
+class LandingZoneStorage(ABC):
+    """A landing zone root: a local folder now, OneLake later. Nothing else knows which."""
+
+    #: What users see in messages (never a secret).
+    location: str
+
+    @abstractmethod
+    def spark_uri(self, path: str) -> str:
+        """A URI under which Spark can write `path` directly."""
+
+    @abstractmethod
+    def list_names(self, folder: str) -> List[str]:
+        """Names of the files and folders directly in `folder`; empty when it does not exist."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def read_text(self, path: str) -> Optional[str]:
+        """A small file's text, or None when it does not exist."""
+
+    @abstractmethod
+    def write_text(self, path: str, text: str, create_only: bool) -> None:
+        """Write a small file so that readers see the whole old or the whole new content.
+
+        With create_only, raise TargetExistsError if the file already exists.
+        """
+
+    @abstractmethod
+    def rename_create_only(self, source: str, target: str) -> None:
+        """Move a complete file into place; raise TargetExistsError if `target` exists."""
+
+    @abstractmethod
+    def open_read(self, path: str) -> BinaryIO:
+        """A seekable binary reader (Parquet footers are read through it)."""
+
+    @abstractmethod
+    def size(self, path: str) -> int: ...
+
+    @abstractmethod
+    def delete_folder(self, folder: str) -> None:
+        """Delete a folder and everything in it; nothing happens when it does not exist."""
+
+    def check_writable(self, probe_folder: str) -> None:
+        """Write, read back and delete a probe file; raise with the reason if that fails."""
+        probe = f"{probe_folder}/probe.txt"
+        self.write_text(probe, "dbt-openmirror write check\n", create_only=True)
+        try:
+            if self.read_text(probe) != "dbt-openmirror write check\n":
+                raise OSError(f"{self.location}: a probe file read back differently")
+        finally:
+            self.delete_folder(probe_folder)

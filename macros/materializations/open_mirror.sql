@@ -1,0 +1,86 @@
+{#-
+  open_mirror: publish a model into an open mirroring landing zone.
+  Spark builds the model output, diffs it against the snapshot {{ this }} and writes the change
+  rows as Parquet into the landing zone's _scratchPad; the adapter then renames them into the
+  table folder's next numbers, and the output becomes the new snapshot. Decisions live in the
+  adapter's Python helpers; this macro only sequences them.
+-#}
+{% materialization open_mirror, adapter='openmirror', supported_languages=['sql'] %}
+
+  {%- set mirror = adapter.openmirror_config(model.name, this.schema, this.identifier, {
+      'unique_key': config.get('unique_key'),
+      'mirror_schema': config.get('mirror_schema'),
+      'mirror_table': config.get('mirror_table'),
+      'parquet_compression': config.get('parquet_compression'),
+      'change_markers': config.get('change_markers'),
+      'row_marker_position': config.get('row_marker_position'),
+      'max_rows_per_file': config.get('max_rows_per_file'),
+      'on_schema_change': config.get('on_schema_change') if 'on_schema_change' in model.unrendered_config else none,
+  }) -%}
+  {%- set full_refresh = should_full_refresh() -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
+  {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
+  {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
+  {{ drop_relation_if_exists(load_cached_relation(backup_relation)) }}
+  {%- if existing_relation is not none and existing_relation.type != 'table' -%}
+    {{ adapter.drop_relation(existing_relation) }}
+    {%- set existing_relation = none -%}
+  {%- endif -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {#- 1. The model output, checked before anything reaches the landing zone. -#}
+  {%- call statement('build_model_output') -%}
+    {{ create_table_as(False, new_relation, compiled_code) }}
+  {%- endcall -%}
+  {%- set new_columns = adapter.get_columns_in_relation(new_relation) -%}
+  {%- set key_columns = adapter.openmirror_key_columns(mirror, new_columns) -%}
+  {%- do adapter.openmirror_check_keys(mirror, new_relation, key_columns) -%}
+
+  {#- 2. A change file against the snapshot, or a full load when they cannot be trusted. -#}
+  {%- set previous_columns = adapter.get_columns_in_relation(existing_relation) if existing_relation is not none else none -%}
+  {%- set state = adapter.openmirror_table_state(mirror) -%}
+  {%- set snapshot = adapter.openmirror_snapshot_record(existing_relation) -%}
+  {%- set plan = adapter.openmirror_plan_run(mirror, key_columns, state, snapshot, full_refresh, previous_columns, new_columns) -%}
+  {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, new_relation, existing_relation, key_columns) -%}
+
+  {#- 3. Spark stages the change rows as Parquet where the mirror does not look. -#}
+  {%- set staging = adapter.openmirror_staging(mirror) -%}
+  {%- call statement('parquet_timestamps') -%}
+    set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
+  {%- endcall -%}
+  {%- call statement('stage_change_rows') -%}
+    {{ adapter.openmirror_write_sql(mirror, staging.uri, change_rows) }}
+  {%- endcall -%}
+  {%- set counts = adapter.openmirror_marker_counts(staging.uri) -%}
+
+  {#- 4. Publish: create-only renames into the next numbers. -#}
+  {%- set published = adapter.openmirror_publish(mirror, key_columns, staging, state, plan, counts) -%}
+
+  {#- 5. The output becomes the snapshot, recording which file it matches. -#}
+  {%- set keep_columns = adapter.openmirror_keep_columns_sql(new_relation, plan) -%}
+  {%- if keep_columns -%}
+    {%- call statement('keep_dropped_columns') -%}{{ keep_columns }}{%- endcall -%}
+  {%- endif -%}
+  {%- call statement('record_snapshot') -%}
+    {{ adapter.openmirror_snapshot_record_sql(new_relation, mirror, published.last_sequence_number) }}
+  {%- endcall -%}
+  {%- if existing_relation is not none -%}
+    {{ adapter.rename_relation(existing_relation, backup_relation) }}
+  {%- endif -%}
+  {{ adapter.rename_relation(new_relation, target_relation) }}
+  {%- do store_result('main', response=adapter.openmirror_response(mirror, plan, counts, published.names)) -%}
+
+  {{ run_hooks(post_hooks) }}
+  {%- set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) -%}
+  {%- do apply_grants(target_relation, grant_config, should_revoke) -%}
+  {%- do persist_docs(target_relation, model) -%}
+  {{ drop_relation_if_exists(backup_relation) }}
+
+  {{ return({'relations': [target_relation]}) }}
+
+{% endmaterialization %}
