@@ -1,0 +1,139 @@
+"""The open_mirror materialization over several runs: after every run, replaying the landing
+zone in file order gives exactly the model output."""
+
+import json
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.mirror import (
+    assert_mirror_equals,
+    file_markers,
+    model_output,
+    set_source,
+    table_folder,
+)
+
+MODEL = """
+{{ config(materialized='open_mirror', unique_key=var('key', 'id')) }}
+select * from {{ target.schema }}.src
+"""
+
+COLUMNS = "as t(id, name, amount)"
+
+
+def _publish(project, spark, select_sql, extra_args=()):
+    set_source(spark, project.test_schema, select_sql)
+    results = run_dbt(["run", *extra_args])
+    return results[0].adapter_response
+
+
+class TestChangeSequence:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_each_run_publishes_exactly_the_changes(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        source = f"select * from {schema}.src"
+        steps = [
+            # (source rows, markers of the new file or None when no file is expected)
+            ("(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)", [0, 0, 0]),
+            ("(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)", None),
+            ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", [0, 1, 2]),
+            ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", None),
+            ("(9, 'x', 0)", [0, 2, 2, 2]),
+            ("(2, 'b is back', 20), (9, 'x', 0)", [0]),
+        ]
+        expected_files = []
+        for rows, markers in steps:
+            response = _publish(project, spark, f"select * from values {rows} {COLUMNS}")
+            if markers is not None:
+                expected_files.append(markers)
+            assert [sorted(m) for m in file_markers(folder)] == expected_files
+            assert_mirror_equals(spark, folder, source)
+            assert model_output(spark, f"select * from {schema}.customers") == model_output(spark, source)
+            assert response["files"] == (
+                [f"{len(expected_files):020d}.parquet"] if markers is not None else []
+            )
+        assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
+
+    def test_run_reports_counts_and_file(self, project, spark, landing_zone):
+        schema = project.test_schema
+        _publish(project, spark, f"select * from values (1, 'a', 1), (2, 'b', 2) {COLUMNS}")
+        response = _publish(project, spark, f"select * from values (1, 'a', 5), (3, 'c', 3) {COLUMNS}")
+        folder = table_folder(landing_zone, schema, "customers")
+        last = sorted(p.name for p in folder.glob("*.parquet"))[-1]
+        assert (response["inserts"], response["updates"], response["deletes"]) == (1, 1, 1)
+        assert response["_message"] == f"+1 ~1 -1 -> {last}"
+        assert response["rows_affected"] == 3
+
+
+class TestKeyChangesAndCompositeKeys:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "order_lines.sql": """
+                {{ config(materialized='open_mirror', unique_key=['order_id', 'line']) }}
+                select * from {{ target.schema }}.src
+            """
+        }
+
+    def test_composite_key_changes_are_delete_plus_insert(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "order_lines")
+        columns = "as t(order_id, line, sku, qty)"
+        steps = [
+            ("(1, 1, 'A', 2), (1, 2, 'B', 1), (2, 1, 'A', 5)", [0, 0, 0]),
+            # line 1 of order 1 becomes line 3 (a key change); order 2 line 1 changes qty
+            ("(1, 3, 'A', 2), (1, 2, 'B', 1), (2, 1, 'A', 6)", [0, 1, 2]),
+            # the same key in another order is a different row
+            ("(1, 3, 'A', 2), (1, 2, 'B', 1), (2, 1, 'A', 6), (2, 2, 'B', 1)", [0]),
+        ]
+        for rows, markers in steps:
+            _publish(project, spark, f"select * from values {rows} {columns}")
+            assert sorted(file_markers(folder)[-1]) == markers
+            assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        deleted = [r for r in _rows_of(folder, 2) if r["__rowMarker__"] == 2]
+        assert deleted == [{"order_id": 1, "line": 1, "sku": None, "qty": None, "__rowMarker__": 2}]
+        assert json.loads((folder / "_metadata.json").read_text()) == {
+            "keyColumns": ["order_id", "line"]
+        }
+
+
+def _rows_of(folder, number):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(folder / f"{number:020d}.parquet").to_pylist()
+
+
+class TestFullRefreshAndEmptyModels:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_empty_model_still_creates_the_table(self, project, spark, landing_zone):
+        folder = table_folder(landing_zone, project.test_schema, "customers")
+        _publish(project, spark, f"select * from values (1, 'a', 1) {COLUMNS} where false")
+        assert file_markers(folder) == [[]]
+        _publish(project, spark, f"select * from values (1, 'a', 1) {COLUMNS}")
+        assert file_markers(folder) == [[], [0]]
+        assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+
+    def test_full_refresh_rebuilds_from_file_one(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        _publish(project, spark, f"select * from values (1, 'a', 2), (2, 'b', 2) {COLUMNS}")
+        assert len(file_markers(folder)) >= 2
+        response = _publish(
+            project, spark, f"select * from values (1, 'a', 3), (2, 'b', 2) {COLUMNS}",
+            ["--full-refresh"],
+        )
+        assert file_markers(folder) == [[0, 0]]
+        assert response["mode"] == "rebuild"
+        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        # Incremental publishing continues after the rebuild.
+        _publish(project, spark, f"select * from values (1, 'a', 4) {COLUMNS}")
+        assert [sorted(m) for m in file_markers(folder)] == [[0, 0], [1, 2]]
+        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
