@@ -143,7 +143,7 @@ class OpenMirrorAdapter(SparkAdapter):
     @available
     def openmirror_staging(self, mirror: MirrorConfig) -> Dict[str, str]:
         run_id = f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}"
-        path = scratch_path(mirror.table_folder, run_id)
+        path = scratch_path(run_id)
         return {"path": path, "uri": self.landing_zone.spark_uri(path)}
 
     @available

@@ -68,9 +68,12 @@ def table_folder_path(mirror_schema: Optional[str], mirror_table: str) -> str:
     return mirror_table
 
 
-def scratch_path(table_folder: str, run_id: str) -> str:
-    """Where one run stages its files: ignored by the mirror, unique to the run and table."""
-    return f"{SCRATCH_FOLDER}/dbt-openmirror/{table_folder}/{run_id}"
+def scratch_path(run_id: str) -> str:
+    """Where one model run stages its files: ignored by the mirror. Only the run id is in the
+    name, so Spark never sees user-chosen characters in a path."""
+    if not re.fullmatch(r"[A-Za-z0-9-]+", run_id):
+        raise ValueError(f"run id {run_id!r} must be letters, digits and '-'")
+    return f"{SCRATCH_FOLDER}/dbt-openmirror/{run_id}"
 
 
 def metadata_json(key_columns: Sequence[str]) -> str:

@@ -22,7 +22,8 @@ class LocalStorage(LandingZoneStorage):
         return self.root.joinpath(*relative.parts)
 
     def spark_uri(self, path: str) -> str:
-        return self._resolve(path).as_uri()
+        # Hadoop reads the text after file:// as a plain path: no percent-encoding.
+        return f"file://{self._resolve(path).as_posix()}"
 
     def list_names(self, folder: str) -> List[str]:
         try:

@@ -1,0 +1,75 @@
+"""Bad input fails before anything is published, names the model, the column and an example
+value, and leaves the landing zone byte-for-byte unchanged."""
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.mirror import set_source, tree_digest
+
+
+def _model(config: str) -> str:
+    return f"{{{{ config(materialized='open_mirror', {config}) }}}}\nselect * from {{{{ target.schema }}}}.src"
+
+
+BAD_MODELS = {
+    "keyless.sql": _model("tags=['keyless']"),
+    "wrong_key.sql": _model("unique_key='customer_id'"),
+    "pair_key.sql": _model("unique_key=['id', 'region']"),
+    "escaping_table.sql": _model("unique_key='id', mirror_table='../outside'"),
+    "escaping_schema.sql": _model("unique_key='id', mirror_schema='a/b'"),
+    "hidden_table.sql": _model("unique_key='id', mirror_table='_staging'"),
+    "rekeyed.sql": _model("unique_key=var('key', 'id')"),
+}
+
+
+class TestBadInput:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return BAD_MODELS
+
+    @pytest.fixture(scope="class", autouse=True)
+    def published(self, project, spark):
+        """One good publish first, so 'unchanged' covers an existing table folder too."""
+        set_source(spark, project.test_schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)")
+        run_dbt(["run", "--select", "rekeyed"])
+
+    def _fails(self, project, landing_zone, select, *extra):
+        before = tree_digest(landing_zone)
+        results = run_dbt(["run", "--select", select, *extra], expect_pass=False)
+        assert tree_digest(landing_zone) == before
+        return results[0].message
+
+    @pytest.mark.parametrize(
+        "model, expected",
+        [
+            ("keyless", ["'keyless'", "unique_key"]),
+            ("wrong_key", ["'wrong_key'", "customer_id", "id", "region"]),
+            ("escaping_table", ["'escaping_table'", "mirror_table", "'../outside'"]),
+            ("escaping_schema", ["'escaping_schema'", "mirror_schema", "'a/b'"]),
+            ("hidden_table", ["'hidden_table'", "'_staging'", "ignored by the mirror"]),
+        ],
+    )
+    def test_config_and_name_errors(self, project, landing_zone, model, expected):
+        message = self._fails(project, landing_zone, model)
+        for fragment in expected:
+            assert fragment in message
+
+    def test_null_key(self, project, spark, landing_zone):
+        set_source(spark, project.test_schema, "select * from values (1, 'eu', 'a'), (2, null, 'b') as t(id, region, name)")
+        message = self._fails(project, landing_zone, "pair_key")
+        assert "'pair_key'" in message and "NULL" in message
+        assert "id=2, region=NULL" in message
+
+    def test_duplicate_key(self, project, spark, landing_zone):
+        set_source(spark, project.test_schema, "select * from values (1, 'eu', 'a'), (1, 'eu', 'b'), (2, 'us', 'c') as t(id, region, name)")
+        message = self._fails(project, landing_zone, "pair_key")
+        assert "'pair_key'" in message and "not unique" in message
+        assert "id=1, region=eu" in message and "2 rows" in message
+
+    def test_changed_unique_key(self, project, spark, landing_zone):
+        set_source(spark, project.test_schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)")
+        message = self._fails(project, landing_zone, "rekeyed", "--vars", "{key: name}")
+        assert "'rekeyed'" in message and "['name']" in message and "['id']" in message
+        assert "--full-refresh" in message
+        # The key change goes through as a rebuild when asked for.
+        run_dbt(["run", "--select", "rekeyed", "--vars", "{key: name}", "--full-refresh"])

@@ -1,0 +1,88 @@
+"""Every open_mirror config option, checked in the files it produces."""
+
+import pyarrow.parquet as pq
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.mirror import assert_mirror_equals, file_markers, set_source, table_folder
+from tests.mirror_oracle import data_files
+
+SOURCE = "select * from {{ target.schema }}.src"
+ROWS = "select * from values (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e') as t(id, name)"
+CHANGED = "select * from values (1, 'a'), (2, 'B'), (3, 'c'), (4, 'd'), (6, 'f') as t(id, name)"
+
+
+def _model(config: str) -> str:
+    return f"{{{{ config(materialized='open_mirror', unique_key='id', {config}) }}}}\n{SOURCE}"
+
+
+COMPRESSIONS = ["snappy", "zstd", "gzip", "none"]
+
+
+class TestConfigOptions:
+    @pytest.fixture(scope="class")
+    def models(self):
+        models = {
+            "upserts.sql": _model("change_markers='upsert'"),
+            "marker_first.sql": _model("row_marker_position='first'"),
+            "marker_last.sql": _model("tags=['default position']"),
+            "flat.sql": _model("mirror_schema='', mirror_table=target.schema ~ '_flat'"),
+            "renamed.sql": _model("mirror_schema='sales', mirror_table='Orders v2'"),
+            "split.sql": _model("max_rows_per_file=2"),
+        }
+        for codec in COMPRESSIONS:
+            models[f"codec_{codec}.sql"] = _model(f"parquet_compression='{codec}'")
+        return models
+
+    @pytest.fixture(scope="class", autouse=True)
+    def two_runs(self, project, spark):
+        set_source(spark, project.test_schema, ROWS)
+        run_dbt(["run"])
+        set_source(spark, project.test_schema, CHANGED)
+        run_dbt(["run"])
+
+    def _folder(self, project, landing_zone, table):
+        return table_folder(landing_zone, project.test_schema, table)
+
+    def test_upsert_markers(self, project, spark, landing_zone):
+        folder = self._folder(project, landing_zone, "upserts")
+        assert [sorted(m) for m in file_markers(folder)] == [[4] * 5, [2, 4, 4]]
+        assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+
+    def test_row_marker_position(self, project, landing_zone):
+        first = data_files(self._folder(project, landing_zone, "marker_first"))
+        last = data_files(self._folder(project, landing_zone, "marker_last"))
+        assert all(pq.read_schema(p).names == ["__rowMarker__", "id", "name"] for p in first)
+        assert all(pq.read_schema(p).names == ["id", "name", "__rowMarker__"] for p in last)
+        assert str(pq.read_schema(last[0]).field("__rowMarker__").type) == "int32"
+
+    @pytest.mark.parametrize("codec", COMPRESSIONS)
+    def test_parquet_compression(self, project, landing_zone, codec):
+        files = data_files(self._folder(project, landing_zone, f"codec_{codec}"))
+        assert len(files) == 2
+        expected = "UNCOMPRESSED" if codec == "none" else codec.upper()
+        for path in files:
+            metadata = pq.read_metadata(path)
+            codecs = {
+                metadata.row_group(g).column(c).compression
+                for g in range(metadata.num_row_groups)
+                for c in range(metadata.num_columns)
+            }
+            assert codecs == {expected}
+
+    def test_mirror_schema_and_table(self, project, spark, landing_zone):
+        flat = landing_zone / f"{project.test_schema}_flat"
+        renamed = landing_zone / "sales.schema" / "Orders v2"
+        for folder in (flat, renamed):
+            assert (folder / "_metadata.json").exists()
+            assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+        assert not (landing_zone / f"{project.test_schema}.schema" / "flat").exists()
+        assert not (landing_zone / f"{project.test_schema}.schema" / "renamed").exists()
+
+    def test_max_rows_per_file_numbers_files_continuously(self, project, spark, landing_zone):
+        folder = self._folder(project, landing_zone, "split")
+        sizes = [len(m) for m in file_markers(folder)]
+        # 5 initial rows in files of 2, 2, 1; then 3 changes in files of 2, 1.
+        assert sizes == [2, 2, 1, 2, 1]
+        assert [p.name for p in data_files(folder)] == [f"{n:020d}.parquet" for n in range(1, 6)]
+        assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
