@@ -1,0 +1,137 @@
+"""Parquet the mirror accepts for every data type, and column changes between runs."""
+
+import pyarrow.parquet as pq
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.mirror import (
+    assert_mirror_equals,
+    file_markers,
+    set_source,
+    table_folder,
+    tree_digest,
+)
+from tests.mirror_oracle import data_files
+
+TYPED_ROWS = """
+select
+  cast(id as bigint) as id,
+  cast(amount as decimal(38, 10)) as amount,
+  cast(day as date) as day,
+  cast(at as timestamp) as at,
+  cast(at as timestamp_ntz) as local_at,
+  cast(payload as binary) as payload,
+  flag,
+  label,
+  cast(ratio as double) as ratio,
+  cast(small as smallint) as small,
+  named_struct('city', label, 'zip', id) as address,
+  array(id, id + 1) as tags,
+  map('k', label) as attributes,
+  label as `customer name`,
+  id * 2 as `order total ($)`
+from values
+  (1, '12345678901234567890.0123456789', '2024-02-29', '2024-03-01 12:34:56.123456', 'raw\\u0000bytes', true, 'Zoë – 東京 🚀', 0.5, 7),
+  (2, '-0.0000000001', '1970-01-01', '1999-12-31 23:59:59.999999', '', false, '', 1e-300, -7),
+  (3, null, null, null, null, null, null, null, null)
+  as t(id, amount, day, at, payload, flag, label, ratio, small)
+"""
+
+COMPLEX = {"address", "tags", "attributes"}
+
+
+class TestDataTypes:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "typed.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+            "select * from {{ target.schema }}.src"
+        }
+
+    def test_types_reach_the_mirror_intact(self, project, spark, landing_zone):
+        schema = project.test_schema
+        set_source(spark, schema, TYPED_ROWS)
+        run_dbt(["run"])
+        folder = table_folder(landing_zone, schema, "typed")
+        columns = [f.name for f in spark.table(f"{schema}.src").schema.fields]
+        as_published = ", ".join(
+            f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns
+        )
+        assert_mirror_equals(spark, folder, f"select {as_published} from {schema}.src")
+
+        parquet_schema = pq.read_schema(data_files(folder)[0])
+        assert str(parquet_schema.field("__rowMarker__").type) == "int32"
+        assert str(parquet_schema.field("at").type) == "timestamp[us, tz=UTC]"
+        assert str(parquet_schema.field("local_at").type) == "timestamp[us]"
+        assert str(parquet_schema.field("amount").type) == "decimal128(38, 10)"
+        assert str(parquet_schema.field("payload").type) == "binary"
+        for name in COMPLEX:
+            assert str(parquet_schema.field(name).type) == "string"
+        physical = pq.ParquetFile(data_files(folder)[0]).schema
+        assert physical.column(parquet_schema.get_field_index("at")).physical_type == "INT64"
+
+    def test_changed_complex_values_are_updates(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "typed")
+        run_dbt(["run"])
+        assert len(file_markers(folder)) == 1, "unchanged struct, array and map values are no change"
+        set_source(spark, schema, TYPED_ROWS.replace("array(id, id + 1)", "array(id, if(id = 2, 0, id + 1))"))
+        run_dbt(["run"])
+        assert file_markers(folder)[-1] == [1]
+        assert (
+            pq.read_table(data_files(folder)[-1]).to_pylist()[0]["tags"] == "[2,0]"
+        )
+
+
+MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', on_schema_change=var('on_change', 'append_new_columns')) }}
+select * from {{ target.schema }}.src
+"""
+
+
+class TestSchemaChanges:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"evolving.sql": MODEL}
+
+    def test_added_removed_and_retyped_columns(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "evolving")
+        source = f"select * from {schema}.src"
+
+        set_source(spark, schema, "select * from values (1, 'a'), (2, 'b') as t(id, name)")
+        run_dbt(["run"])
+
+        # An added column flows through: rows whose new value is set are updates.
+        set_source(spark, schema, "select * from values (1, 'a', 10), (2, 'b', null) as t(id, name, score)")
+        run_dbt(["run"])
+        assert file_markers(folder)[-1] == [1]
+        assert_mirror_equals(spark, folder, source)
+
+        # A removed column is kept, NULL in new rows, as the mirror keeps it.
+        set_source(spark, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, score)")
+        run_dbt(["run"])
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 1]
+        assert_mirror_equals(spark, folder, f"select id, cast(null as string) as name, score from {schema}.src")
+        assert "name" in pq.read_schema(data_files(folder)[-1]).names
+
+        # A type change is never published in place.
+        set_source(spark, schema, "select * from values (1, '10'), (2, null), (3, '30') as t(id, score)")
+        before = tree_digest(landing_zone)
+        results = run_dbt(["run"], expect_pass=False)
+        assert "column 'score' int -> string" in results[0].message
+        assert "'evolving'" in results[0].message and "--full-refresh" in results[0].message
+        assert tree_digest(landing_zone) == before
+
+        # on_schema_change='fail' refuses even an added column.
+        set_source(spark, schema, "select * from values (1, 10, 'x') as t(id, score, extra)")
+        results = run_dbt(["run", "--vars", "{on_change: fail}"], expect_pass=False)
+        assert "on_schema_change='fail'" in results[0].message and "extra" in results[0].message
+        assert tree_digest(landing_zone) == before
+
+        # sync_all_columns rebuilds the mirrored table with the new types.
+        set_source(spark, schema, "select * from values (1, '10'), (3, '30') as t(id, score)")
+        results = run_dbt(["run", "--vars", "{on_change: sync_all_columns}"])
+        assert results[0].adapter_response["mode"] == "rebuild"
+        assert file_markers(folder) == [[0, 0]]
+        assert_mirror_equals(spark, folder, source)
