@@ -9,7 +9,7 @@ from dbt.adapters.openmirror.landing_zone import folder_name_problem, table_fold
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
 ROW_MARKER_POSITIONS = ("last", "first")
-ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", "ignore")
+ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns")
 
 
 @dataclass(frozen=True)

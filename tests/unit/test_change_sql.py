@@ -1,0 +1,74 @@
+from dbt.adapters.openmirror.change_sql import (
+    change_rows_sql,
+    initial_load_sql,
+    key_problems_sql,
+    marker_counts_sql,
+    quote,
+    row_markers,
+    sql_string,
+    write_files_sql,
+)
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
+
+ID = ColumnSpec("id", "int")
+NAME = ColumnSpec("my `odd` name", "string")
+TAGS = ColumnSpec("tags", "array<string>")
+
+
+def test_quoting():
+    assert quote("my `odd` name") == "`my ``odd`` name`"
+    assert sql_string("it's a \\ path") == "'it\\'s a \\\\ path'"
+
+
+def test_markers_per_setting():
+    assert row_markers("insert_update_delete") == (0, 1)
+    assert row_markers("upsert") == (4, 4)
+
+
+def test_initial_load_marks_every_row_and_places_the_marker():
+    plan = SchemaPlan(columns=[ID, NAME, TAGS])
+    last = initial_load_sql("s.new", plan, "insert_update_delete", "last")
+    assert last.index("`id`") < last.index("cast(0 as int) as `__rowMarker__`")
+    assert "to_json(`tags`) as `tags`" in last
+    first = initial_load_sql("s.new", plan, "upsert", "first")
+    assert first.index("cast(4 as int) as `__rowMarker__`") < first.index("`id`")
+
+
+def test_change_rows_compare_every_non_key_column_null_safely():
+    plan = SchemaPlan(columns=[ID, NAME, TAGS])
+    sql = change_rows_sql("s.new", "s.old", plan, ["id"], "insert_update_delete", "last")
+    assert "full outer join s.old o on n.`id` = o.`id`" in sql
+    assert "coalesce(n.`id`, o.`id`) as `id`" in sql  # deletes carry the old key
+    assert "n.`my ``odd`` name` <=> o.`my ``odd`` name`" in sql
+    assert "to_json(n.`tags`) <=> to_json(o.`tags`)" in sql
+    assert "when o.`id` is null then 0 when n.`id` is null then 2 else 1 end" in sql
+
+
+def test_added_and_kept_columns():
+    score = ColumnSpec("score", "int")
+    plan = SchemaPlan(columns=[ID, score], kept=[NAME], added=[score])
+    sql = change_rows_sql("s.new", "s.old", plan, ["id"], "upsert", "last")
+    assert "n.`score` is null" in sql
+    assert "cast(null as string) as `my ``odd`` name`" in sql
+    assert "o.`my ``odd`` name` is null" in sql
+    assert "then 4 when n.`id` is null then 2 else 4 end" in sql
+
+
+def test_key_only_table_has_only_inserts_and_deletes():
+    sql = change_rows_sql("s.new", "s.old", SchemaPlan(columns=[ID]), ["id"], "insert_update_delete", "last")
+    assert sql.rstrip().endswith("where o.`id` is null or n.`id` is null")
+
+
+def test_composite_key_join_and_problem_examples():
+    sql = key_problems_sql("s.new", ["order_id", "line"])
+    assert "`order_id` is null or `line` is null" in sql
+    assert "group by `order_id`, `line` having count(*) > 1" in sql
+    assert "concat('order_id=', coalesce(cast(`order_id` as string), 'NULL'))" in sql
+
+
+def test_write_and_count():
+    sql = write_files_sql("file:///lz/_scratchPad/x", "select 1", "zstd", 1000)
+    assert sql.startswith("insert overwrite directory 'file:///lz/_scratchPad/x'")
+    assert "options (compression 'zstd', maxRecordsPerFile '1000')" in sql
+    assert "maxRecordsPerFile" not in write_files_sql("file:///x", "select 1", "none", 0)
+    assert "from parquet.`file:///x` group by `__rowMarker__`" in marker_counts_sql("file:///x")

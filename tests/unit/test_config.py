@@ -1,0 +1,59 @@
+import pytest
+
+from dbt.adapters.openmirror.config import mirror_config
+from dbt.adapters.openmirror.errors import MirrorConfigError
+
+
+def config(**values):
+    return mirror_config("orders", "analytics", "orders", {"unique_key": "id", **values})
+
+
+def test_defaults_follow_the_model():
+    mirror = config()
+    assert mirror.unique_key == ["id"]
+    assert mirror.table_folder == "analytics.schema/orders"
+    assert (mirror.parquet_compression, mirror.change_markers, mirror.row_marker_position) == (
+        "snappy", "insert_update_delete", "last",
+    )
+    assert mirror.max_rows_per_file == 0
+    assert mirror.on_schema_change == "append_new_columns"
+
+
+def test_mirror_schema_and_table_overrides():
+    assert config(mirror_schema="", mirror_table="Orders v2").table_folder == "Orders v2"
+    assert config(mirror_schema="sales").table_folder == "sales.schema/orders"
+
+
+def test_unique_key_list_is_kept_in_order():
+    assert config(unique_key=["order_id", " line "]).unique_key == ["order_id", "line"]
+
+
+@pytest.mark.parametrize("value", [None, "", [], ["id", ""], 5])
+def test_missing_or_invalid_unique_key(value):
+    with pytest.raises(MirrorConfigError, match="Model 'orders'"):
+        config(unique_key=value)
+
+
+def test_repeated_key_column():
+    with pytest.raises(MirrorConfigError, match="repeats"):
+        config(unique_key=["id", "ID"])
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("parquet_compression", "lz4"),
+        ("change_markers", "merge"),
+        ("row_marker_position", "middle"),
+        ("on_schema_change", "ignore"),
+        ("max_rows_per_file", -1),
+        ("max_rows_per_file", "100"),
+        ("mirror_table", "../escape"),
+        ("mirror_schema", "a/b"),
+    ],
+)
+def test_invalid_settings_name_the_model_setting_and_value(setting, value):
+    with pytest.raises(MirrorConfigError) as error:
+        config(**{setting: value})
+    assert "Model 'orders'" in str(error.value)
+    assert setting in str(error.value) and repr(value) in str(error.value)

@@ -1,0 +1,129 @@
+"""The publisher against a real local landing zone, with Parquet files written by pyarrow."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.publisher import Publisher
+from dbt.adapters.openmirror.storage import LocalStorage
+
+TABLE = "s.schema/t"
+STAGED = "_scratchPad/dbt-openmirror/run-1"
+
+
+@pytest.fixture
+def storage(tmp_path):
+    return LocalStorage(tmp_path)
+
+
+def stage(storage, *row_counts, marker_type=pa.int32()):
+    """Spark-like staging: part files, a _SUCCESS marker and checksum files."""
+    folder = storage.root / STAGED
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, rows in enumerate(row_counts):
+        table = pa.table({"id": list(range(rows)), "__rowMarker__": pa.array([0] * rows, marker_type)})
+        pq.write_table(table, folder / f"part-{index:05d}-x.snappy.parquet")
+        (folder / f".part-{index:05d}-x.snappy.parquet.crc").write_bytes(b"crc")
+    (folder / "_SUCCESS").write_bytes(b"")
+
+
+def publish(storage, expected_rows, last=0, rebuild=False):
+    return Publisher(storage).publish(TABLE, ["id"], STAGED, last, expected_rows, "m", rebuild)
+
+
+def test_first_publish_writes_metadata_then_numbered_files(storage):
+    stage(storage, 2, 3)
+    published = publish(storage, 5)
+    assert published.names == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
+    folder = storage.root / TABLE
+    assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
+    assert json.loads((folder / "_dbt_openmirror.json").read_text())["lastSequenceNumber"] == 2
+    assert not (storage.root / STAGED).exists()
+    state = Publisher(storage).table_state(TABLE)
+    assert (state.exists, state.key_columns, state.last_sequence_number) == (True, ["id"], 2)
+
+
+def test_next_numbers_continue_and_empty_parts_are_skipped(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, 0, 2, 0)
+    assert publish(storage, 2, last=1).names == ["00000000000000000002.parquet"]
+
+
+def test_an_all_empty_stage_publishes_one_zero_row_file(storage):
+    stage(storage, 0, 0)
+    assert publish(storage, 0).names == ["00000000000000000001.parquet"]
+    assert pq.read_metadata(storage.root / TABLE / "00000000000000000001.parquet").num_rows == 0
+
+
+def test_numbers_in_processed_folders_and_the_record_count(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    processed = storage.root / TABLE / "_ProcessedFiles"
+    processed.mkdir()
+    (storage.root / TABLE / "00000000000000000001.parquet").rename(processed / "00000000000000000001.parquet")
+    assert Publisher(storage).table_state(TABLE).last_sequence_number == 1
+    # After the service purges processed files, our record still knows the number.
+    (processed / "00000000000000000001.parquet").unlink()
+    assert Publisher(storage).table_state(TABLE).last_sequence_number == 1
+
+
+def test_unexpected_last_number_publishes_nothing(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, 1)
+    with pytest.raises(PublishError, match="changed during the run"):
+        publish(storage, 1, last=0)
+    assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
+
+
+def test_row_count_mismatch_and_bad_marker_type(storage):
+    stage(storage, 2)
+    with pytest.raises(PublishError, match="hold 2 rows in 1 files, Spark counted 3"):
+        publish(storage, 3)
+    storage.delete_folder(STAGED)
+    stage(storage, 2, marker_type=pa.int64())
+    with pytest.raises(PublishError, match="no int32 __rowMarker__"):
+        publish(storage, 2)
+    assert not (storage.root / TABLE).exists()
+
+
+def test_rebuild_restarts_numbering(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, 1)
+    publish(storage, 1, last=1)
+    stage(storage, 4)
+    assert publish(storage, 4, last=2, rebuild=True).names == ["00000000000000000001.parquet"]
+    assert sorted(p.name for p in (storage.root / TABLE).iterdir()) == [
+        "00000000000000000001.parquet", "_dbt_openmirror.json", "_metadata.json",
+    ]
+
+
+def test_rename_never_overwrites(storage):
+    storage.write_text("a/x.txt", "one", create_only=True)
+    storage.write_text("a/y.txt", "two", create_only=True)
+    with pytest.raises(TargetExistsError):
+        storage.rename_create_only("a/y.txt", "a/x.txt")
+    assert storage.read_text("a/x.txt") == "one" and storage.read_text("a/y.txt") == "two"
+    with pytest.raises(TargetExistsError):
+        storage.write_text("a/x.txt", "three", create_only=True)
+    assert sorted(storage.list_names("a")) == ["x.txt", "y.txt"]  # no temporary file left
+
+
+def test_paths_cannot_leave_the_landing_zone(storage):
+    with pytest.raises(Exception, match="would leave the landing zone"):
+        storage.read_text("../outside.txt")
+
+
+def test_spark_uri_is_not_percent_encoded(tmp_path):
+    storage = LocalStorage(tmp_path / "my lz")
+    assert storage.spark_uri("a b/c") == f"file://{tmp_path}/my lz/a b/c"
+
+
+def test_check_writable_leaves_nothing(storage):
+    storage.check_writable("_scratchPad/dbt-openmirror/debug-1")
+    assert not (storage.root / "_scratchPad/dbt-openmirror/debug-1").exists()

@@ -1,0 +1,64 @@
+import pytest
+
+from dbt.adapters.openmirror.errors import SchemaChangeError
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, plan_schema
+
+ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
+
+
+def test_complex_types_publish_as_strings():
+    assert ColumnSpec("a", "struct<x:int>").published_type == "string"
+    assert ColumnSpec("a", "ARRAY<string>").published_type == "string"
+    assert ColumnSpec("a", "map<string,int>").is_complex
+    assert ColumnSpec("a", "decimal(10,2)").published_type == "decimal(10,2)"
+
+
+def test_no_snapshot_publishes_the_model_columns():
+    plan = plan_schema("m", None, [ID, NAME], "fail")
+    assert plan.columns == [ID, NAME] and not plan.kept and not plan.added
+
+
+def test_same_columns_any_case_is_no_change():
+    plan = plan_schema("m", [ColumnSpec("ID", "int"), NAME], [ID, NAME], "fail")
+    assert not (plan.kept or plan.added or plan.rebuild_reason)
+
+
+def test_append_new_columns_adds_and_keeps():
+    plan = plan_schema("m", [ID, NAME], [ID, SCORE], "append_new_columns")
+    assert plan.added == [SCORE] and plan.kept == [NAME] and plan.rebuild_reason is None
+
+
+def test_struct_evolution_is_not_a_type_change():
+    before = [ID, ColumnSpec("address", "struct<city:string>")]
+    after = [ID, ColumnSpec("address", "struct<city:string,zip:int>")]
+    assert plan_schema("m", before, after, "fail").rebuild_reason is None
+
+
+def test_type_change_fails_in_place_naming_column_and_types():
+    with pytest.raises(SchemaChangeError) as error:
+        plan_schema("m", [ID, SCORE], [ID, ColumnSpec("score", "bigint")], "append_new_columns")
+    message = str(error.value)
+    assert "Model 'm'" in message and "column 'score' int -> bigint" in message
+    assert "--full-refresh" in message and "sync_all_columns" in message
+
+
+def test_fail_refuses_any_change():
+    with pytest.raises(SchemaChangeError, match="added \\['score'\\]"):
+        plan_schema("m", [ID], [ID, SCORE], "fail")
+
+
+@pytest.mark.parametrize(
+    "after, reason",
+    [
+        ([ID, ColumnSpec("score", "string")], "column 'score' int -> string"),
+        ([ID], "columns ['score'] were removed"),
+    ],
+)
+def test_sync_all_columns_rebuilds(after, reason):
+    plan = plan_schema("m", [ID, SCORE], after, "sync_all_columns")
+    assert reason in plan.rebuild_reason
+
+
+def test_sync_all_columns_appends_new_columns_in_place():
+    plan = plan_schema("m", [ID], [ID, SCORE], "sync_all_columns")
+    assert plan.rebuild_reason is None and plan.added == [SCORE]

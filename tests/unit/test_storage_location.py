@@ -1,0 +1,42 @@
+import pytest
+
+from dbt.adapters.openmirror.credentials import OpenMirrorCredentials
+from dbt.adapters.openmirror.errors import LandingZoneConfigError
+from dbt.adapters.openmirror.storage import local_root
+
+
+def test_paths_and_file_urls(tmp_path):
+    assert local_root(str(tmp_path)) == tmp_path
+    assert local_root(f"file://{tmp_path}/a%20b") == tmp_path / "a b"
+    assert local_root("file:///x/../y") == local_root("/y")
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("abfss://ws@onelake.dfs.fabric.microsoft.com/db/Files/LandingZone", "not supported by this version yet"),
+        ("s3://bucket/x", "unknown scheme"),
+        ("file://server/share", "must name a local path"),
+    ],
+)
+def test_unusable_locations(value, message):
+    with pytest.raises(LandingZoneConfigError, match=message):
+        local_root(value)
+
+
+def _credentials(**fields):
+    return OpenMirrorCredentials.from_dict(
+        {"method": "session", "host": "localhost", "schema": "s", **fields}
+    )
+
+
+def test_credentials_type_and_resolved_landing_zone(tmp_path):
+    credentials = _credentials(landing_zone=str(tmp_path))
+    assert credentials.type == "openmirror"
+    assert credentials.landing_zone == str(tmp_path)
+    assert "landing_zone" in credentials._connection_keys()
+
+
+def test_credentials_require_a_landing_zone():
+    with pytest.raises(LandingZoneConfigError, match="Must specify `landing_zone`"):
+        _credentials()
