@@ -174,15 +174,20 @@ class OpenMirrorAdapter(SparkAdapter):
         if plan.mode == INCREMENTAL and rows == 0:
             self.publisher.discard(staging["path"])
             return PublishedFiles([], 0, state.last_sequence_number)
-        return self.publisher.publish(
-            mirror.table_folder,
-            key_columns,
-            staging["path"],
-            expected_last_sequence_number=state.last_sequence_number,
-            expected_rows=rows,
-            model=mirror.model,
-            rebuild=plan.mode == REBUILD,
-        )
+        try:
+            return self.publisher.publish(
+                mirror.table_folder,
+                key_columns,
+                staging["path"],
+                expected_last_sequence_number=state.last_sequence_number,
+                expected_rows=rows,
+                model=mirror.model,
+                rebuild=plan.mode == REBUILD,
+            )
+        except Exception:
+            # Whatever was not renamed into place is not published: leave no staged copy.
+            self.publisher.discard(staging["path"])
+            raise
 
     @available
     def openmirror_discard(self, staging: Dict[str, str]) -> None:
