@@ -1,0 +1,68 @@
+"""The `dbt-openmirror` command: replay a landing zone locally, and show its status."""
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror, table_folders
+from dbt.adapters.openmirror.publisher import Publisher
+from dbt.adapters.openmirror.storage import open_landing_zone
+
+
+def _replay(args: argparse.Namespace) -> int:
+    mirror = LocalMirror(open_landing_zone(args.landing_zone), Path(args.target).resolve())
+    statuses = mirror.replay()
+    for status in statuses:
+        line = (
+            f"{status.sourceSchemaName}.{status.sourceTableName}: {status.status}, "
+            f"applied through file {status.lastAppliedFile}, "
+            f"{status.metrics['processedRows']} rows processed"
+        )
+        if status.errorMessage:
+            line += f" ({status.errorCode or 'note'}: {status.errorMessage})"
+        print(line)
+    return 1 if any(s.status == "Error" for s in statuses) else 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    storage = open_landing_zone(args.landing_zone)
+    publisher = Publisher(storage)
+    mirrored = {}
+    if args.target:
+        mirrored = LocalMirror(storage, Path(args.target).resolve()).read_status()
+    print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror")
+    for schema, table, folder in table_folders(storage):
+        state = publisher.table_state(folder)
+        waiting = sum(1 for n in storage.list_names(folder) if n[:1].isdigit() and n.endswith(".parquet"))
+        status = mirrored.get((schema, table))
+        mirror = "-"
+        if status is not None:
+            mirror = f"{status.status}, {status.metrics['processedRows']} rows processed"
+            if status.errorMessage:
+                mirror += f": {status.errorMessage}"
+        print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="dbt-openmirror", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True)
+    replay = commands.add_parser("replay", help="apply a landing zone to local Delta tables")
+    replay.add_argument("landing_zone", help="landing zone folder or file:// URL")
+    replay.add_argument("--target", required=True, help="folder of the local mirrored database")
+    replay.set_defaults(run=_replay)
+    status = commands.add_parser("status", help="per table: last number, files waiting, mirror state")
+    status.add_argument("landing_zone")
+    status.add_argument("--target", help="the local mirror written by `replay`")
+    status.set_defaults(run=_status)
+    return top
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

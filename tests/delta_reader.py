@@ -1,0 +1,46 @@
+"""An independent reader of Delta tables: the transaction log's add/remove actions and the
+live Parquet files, read with pyarrow (no delta-rs), for checking what the local mirror wrote."""
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def read_delta(table_path: Path) -> List[Dict[str, Any]]:
+    log = sorted((table_path / "_delta_log").glob("*.json"))
+    assert log, f"{table_path} is not a Delta table"
+    assert not list((table_path / "_delta_log").glob("*.checkpoint.parquet")), "checkpoints not read"
+    live: Dict[str, None] = {}
+    columns: List[str] = []
+    for commit in log:
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "metaData" in action:
+                columns = [f["name"] for f in json.loads(action["metaData"]["schemaString"])["fields"]]
+            if "add" in action:
+                assert "deletionVector" not in action["add"] or action["add"]["deletionVector"] is None
+                live[unquote(action["add"]["path"])] = None
+            if "remove" in action:
+                live.pop(unquote(action["remove"]["path"]), None)
+    tables = [_without_views(pq.read_table(table_path / path)) for path in live]
+    rows = pa.concat_tables(tables, promote_options="default").to_pylist() if tables else []
+    return [{c: row.get(c) for c in columns} for row in rows]
+
+
+def _without_views(table: pa.Table) -> pa.Table:
+    """delta-rs may record Arrow view types in its files; compare on the plain types."""
+    views = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+    return table.cast(pa.schema([f.with_type(views.get(f.type, f.type)) for f in table.schema]))
+
+
+def protocol(table_path: Path) -> Dict[str, Any]:
+    for commit in sorted((table_path / "_delta_log").glob("*.json"), reverse=True):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "protocol" in action:
+                return action["protocol"]
+    raise AssertionError("no protocol action")

@@ -1,0 +1,197 @@
+"""The local mirror (`dbt-openmirror replay`) on hand-written landing zones, checked with an
+independent Delta reader."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dbt.adapters.openmirror.cli import main
+from dbt.adapters.openmirror.local_mirror import replay as replay_module
+from dbt.adapters.openmirror.local_mirror.apply import merge_is_exact, replay_rows, with_markers
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.storage import LocalStorage
+from tests.delta_reader import protocol, read_delta
+
+
+def write(folder, number, rows, markers=None, schema=None):
+    table = pa.Table.from_pylist(rows, schema=schema)
+    if markers is not None:
+        table = table.append_column("__rowMarker__", pa.array(markers, pa.int32()))
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / f"{number:020d}.parquet")
+
+
+def declare(folder, keys, **extra):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": keys, **extra}))
+
+
+@pytest.fixture
+def lz(tmp_path):
+    return tmp_path / "lz"
+
+
+@pytest.fixture
+def mirror(lz, tmp_path):
+    lz.mkdir()
+    return LocalMirror(LocalStorage(lz), tmp_path / "mirror")
+
+
+def rows_of(mirror, schema, table):
+    return sorted(read_delta(mirror.target / schema / table), key=lambda r: json.dumps(r, default=str))
+
+
+def test_reference_semantics_follow_the_spec_table():
+    changes = with_markers(pa.table({"id": [1, 3, 9, 2], "v": ["a2", "c", None, "b2"],
+                                     "__rowMarker__": pa.array([0, 1, 2, 4], pa.int32())}), 0)
+    result = replay_rows([{"id": 1, "v": "a"}, {"id": 2, "v": "b"}], changes, ["id"])
+    assert sorted(result, key=lambda r: (r["id"], r["v"])) == [
+        {"id": 1, "v": "a"}, {"id": 1, "v": "a2"}, {"id": 2, "v": "b2"}, {"id": 3, "v": "c"},
+    ]
+
+
+def test_merge_is_used_only_when_exact():
+    unique = with_markers(pa.table({"id": [1, 2], "__rowMarker__": pa.array([0, 1], pa.int32())}), 0)
+    repeated = with_markers(pa.table({"id": [1, 1], "__rowMarker__": pa.array([0, 2], pa.int32())}), 0)
+    assert merge_is_exact(unique, ["id"], {(3,)})
+    assert not merge_is_exact(unique, ["id"], {(1,)})  # an INSERT of a present key duplicates
+    assert not merge_is_exact(repeated, ["id"], set())
+
+
+def test_markers_out_of_range_are_rejected():
+    with pytest.raises(ValueError, match="outside 0, 1, 2, 4"):
+        with_markers(pa.table({"__rowMarker__": pa.array([3], pa.int32())}), 0)
+
+
+def test_incremental_replay_moves_files_and_applies_each_once(lz, mirror):
+    folder = lz / "sales.schema" / "orders"
+    declare(folder, ["id"])
+    write(folder, 1, [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}], [0, 0])
+    mirror.replay()
+    assert rows_of(mirror, "sales", "orders") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    assert (folder / "_ProcessedFiles" / f"{1:020d}.parquet").exists()
+    write(folder, 2, [{"id": 1, "v": "a1"}, {"id": 2, "v": None}, {"id": 3, "v": "c"}], [1, 2, 0])
+    [status] = mirror.replay()
+    assert rows_of(mirror, "sales", "orders") == [{"id": 1, "v": "a1"}, {"id": 3, "v": "c"}]
+    assert (status.status, status.lastAppliedFile, status.metrics["processedRows"]) == ("Replicating", 2, 5)
+    mirror.replay()  # nothing new: nothing changes
+    assert rows_of(mirror, "sales", "orders") == [{"id": 1, "v": "a1"}, {"id": 3, "v": "c"}]
+    assert protocol(mirror.target / "sales" / "orders") == {"minReaderVersion": 1, "minWriterVersion": 2}
+
+
+def test_duplicate_inserts_and_repeated_keys_replay_in_order(lz, mirror):
+    folder = lz / "t"
+    declare(folder, ["id"])
+    write(folder, 1, [{"id": 1, "v": "a"}], [0])
+    write(folder, 2, [{"id": 1, "v": "again"}, {"id": 2, "v": "x"}, {"id": 2, "v": None}], [0, 0, 2])
+    mirror.replay()
+    assert rows_of(mirror, "dbo", "t") == [{"id": 1, "v": "a"}, {"id": 1, "v": "again"}]
+
+
+def test_files_without_marker_and_upsert_default(lz, mirror):
+    declare(lz / "plain", ["id"])
+    write(lz / "plain", 1, [{"id": 1, "v": "a"}])
+    write(lz / "plain", 2, [{"id": 1, "v": "b"}])
+    declare(lz / "upserts", ["id"], isUpsertDefaultRowMarker=True)
+    write(lz / "upserts", 1, [{"id": 1, "v": "a"}])
+    write(lz / "upserts", 2, [{"id": 1, "v": "b"}])
+    mirror.replay()
+    assert rows_of(mirror, "dbo", "plain") == [{"id": 1, "v": "a"}, {"id": 1, "v": "b"}]
+    assert rows_of(mirror, "dbo", "upserts") == [{"id": 1, "v": "b"}]
+
+
+def test_a_gap_stops_the_table_until_filled(lz, mirror):
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1}], [0])
+    write(lz / "t", 3, [{"id": 3}], [0])
+    [status] = mirror.replay()
+    assert status.status == "WaitingForFile" and status.lastAppliedFile == 1
+    assert f"{2:020d}.parquet" in status.errorMessage
+    write(lz / "t", 2, [{"id": 2}], [0])
+    [status] = mirror.replay()
+    assert status.lastAppliedFile == 3 and rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+
+def test_added_and_omitted_columns(lz, mirror):
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1, "a": "x"}], [0])
+    write(lz / "t", 2, [{"id": 2, "a": "y", "b": 5}], [0])
+    write(lz / "t", 3, [{"id": 3, "b": 6}], [0])
+    mirror.replay()
+    assert rows_of(mirror, "dbo", "t") == [
+        {"id": 1, "a": "x", "b": None}, {"id": 2, "a": "y", "b": 5}, {"id": 3, "a": None, "b": 6},
+    ]
+
+
+def test_type_change_stops_one_table_and_the_others_go_on(lz, mirror):
+    declare(lz / "bad", ["id"])
+    write(lz / "bad", 1, [{"id": 1, "v": 1}], [0])
+    write(lz / "bad", 2, [{"id": 1, "v": "one"}], [1])
+    declare(lz / "good", ["id"])
+    write(lz / "good", 1, [{"id": 1}], [0])
+    statuses = {s.sourceTableName: s for s in mirror.replay()}
+    assert statuses["bad"].status == "Error" and statuses["bad"].errorCode == "ColumnTypeChanged"
+    assert "v: long -> string" in statuses["bad"].errorMessage
+    assert statuses["good"].status == "Replicating"
+    assert rows_of(mirror, "dbo", "bad") == [{"id": 1, "v": 1}]
+    write(lz / "good", 2, [{"id": 2}], [0])
+    statuses = {s.sourceTableName: s for s in mirror.replay()}
+    assert statuses["bad"].status == "Error" and statuses["good"].lastAppliedFile == 2
+
+
+def test_changed_key_columns_stop_the_table(lz, mirror):
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1, "v": "a"}], [0])
+    mirror.replay()
+    declare(lz / "t", ["v"])
+    write(lz / "t", 2, [{"id": 1, "v": "a"}], [1])
+    [status] = mirror.replay()
+    assert status.errorCode == "KeyColumnsChanged"
+
+
+def test_recreated_folder_rebuilds_the_table(lz, mirror):
+    import shutil
+
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1}], [0])
+    write(lz / "t", 2, [{"id": 2}], [0])
+    mirror.replay()
+    shutil.rmtree(lz / "t")
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 7}], [0])
+    [status] = mirror.replay()
+    assert rows_of(mirror, "dbo", "t") == [{"id": 7}]
+    assert status.lastAppliedFile == 1
+
+
+def test_killed_after_commit_before_move_applies_nothing_twice(lz, mirror, monkeypatch):
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1}], [0])
+    write(lz / "t", 2, [{"id": 1, "v": None}], [0])
+
+    def killed(self, folder, name):
+        raise KeyboardInterrupt("killed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(replay_module.LocalMirror, "_move_processed", killed)
+        with pytest.raises(KeyboardInterrupt):
+            mirror.replay()
+    # File 1 is committed but still in the folder; the next replay must not apply it again.
+    mirror.replay()
+    assert rows_of(mirror, "dbo", "t") == [{"id": 1, "v": None}, {"id": 1, "v": None}]
+    assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [
+        f"{1:020d}.parquet", f"{2:020d}.parquet",
+    ]
+
+
+def test_cli_replay_and_status(lz, tmp_path, capsys):
+    declare(lz / "s.schema" / "t", ["id"])
+    write(lz / "s.schema" / "t", 1, [{"id": 1}], [0])
+    assert main(["replay", str(lz), "--target", str(tmp_path / "m")]) == 0
+    assert "s.t: Replicating, applied through file 1, 1 rows processed" in capsys.readouterr().out
+    write(lz / "s.schema" / "t", 2, [{"id": 2}], [0])
+    assert main(["status", str(lz), "--target", str(tmp_path / "m")]) == 0
+    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("s.t")][0]
+    assert line.split()[1:4] == ["2", "1", "Replicating,"]
