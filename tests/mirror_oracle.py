@@ -14,10 +14,14 @@ import pyarrow.parquet as pq
 
 ROW_MARKER = "__rowMarker__"
 _DATA_FILE = re.compile(r"^\d{20}\.parquet$")
+_PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 
 
 def data_files(table_folder: Path) -> List[Path]:
-    return sorted(p for p in table_folder.iterdir() if _DATA_FILE.match(p.name))
+    """Every published file in number order, including those the service already processed."""
+    folders = [table_folder] + [table_folder / name for name in _PROCESSED_FOLDERS]
+    found = [p for f in folders if f.is_dir() for p in f.iterdir() if _DATA_FILE.match(p.name)]
+    return sorted(found, key=lambda p: p.name)
 
 
 def replay(table_folder: Path) -> List[Dict[str, Any]]:

@@ -8,6 +8,9 @@ from typing import Any, Dict, List
 
 import pyarrow.parquet as pq
 
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.storage import LocalStorage
+from tests.delta_reader import read_delta
 from tests.mirror_oracle import data_files, replay
 
 
@@ -64,3 +67,12 @@ def tree_digest(root: Path) -> Dict[str, str]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
+
+
+def assert_local_mirror_equals(
+    spark, landing_zone: Path, target: Path, schema: str, table: str, expected_sql: str
+) -> None:
+    """`dbt-openmirror replay` brings the Delta table to exactly the model output (read back
+    with a Delta reader other than the writer)."""
+    LocalMirror(LocalStorage(landing_zone), target).replay()
+    assert normalized(read_delta(target / schema / table)) == model_output(spark, expected_sql)

@@ -7,6 +7,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from tests.functional.mirror import (
+    assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
     model_output,
@@ -33,7 +34,7 @@ class TestChangeSequence:
     def models(self):
         return {"customers.sql": MODEL}
 
-    def test_each_run_publishes_exactly_the_changes(self, project, spark, landing_zone):
+    def test_each_run_publishes_exactly_the_changes(self, project, spark, landing_zone, tmp_path):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         source = f"select * from {schema}.src"
@@ -51,9 +52,11 @@ class TestChangeSequence:
             response = _publish(project, spark, f"select * from values {rows} {COLUMNS}")
             if markers is not None:
                 expected_files.append(markers)
-            assert [sorted(m) for m in file_markers(folder)] == expected_files
+                assert sorted(file_markers(folder)[-1]) == markers
+            # Checked before the local mirror moves the files to _ProcessedFiles.
             assert_mirror_equals(spark, folder, source)
             assert model_output(spark, f"select * from {schema}.customers") == model_output(spark, source)
+            assert_local_mirror_equals(spark, landing_zone, tmp_path / "mirror", schema, "customers", source)
             assert response["files"] == (
                 [f"{len(expected_files):020d}.parquet"] if markers is not None else []
             )

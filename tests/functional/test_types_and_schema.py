@@ -4,7 +4,9 @@ import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
+from tests.delta_reader import protocol
 from tests.functional.mirror import (
+    assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
     set_source,
@@ -48,7 +50,7 @@ class TestDataTypes:
             "select * from {{ target.schema }}.src"
         }
 
-    def test_types_reach_the_mirror_intact(self, project, spark, landing_zone):
+    def test_types_reach_the_mirror_intact(self, project, spark, landing_zone, tmp_path):
         schema = project.test_schema
         set_source(spark, schema, TYPED_ROWS)
         run_dbt(["run"])
@@ -58,6 +60,16 @@ class TestDataTypes:
             f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns
         )
         assert_mirror_equals(spark, folder, f"select {as_published} from {schema}.src")
+        # The local mirror's Delta table holds the same values, with the protocol that
+        # timestamp without time zone needs and no more.
+        target = tmp_path / "mirror"
+        assert_local_mirror_equals(
+            spark, landing_zone, target, schema, "typed", f"select {as_published} from {schema}.src"
+        )
+        assert protocol(target / schema / "typed") == {
+            "minReaderVersion": 3, "minWriterVersion": 7,
+            "readerFeatures": ["timestampNtz"], "writerFeatures": ["timestampNtz"],
+        }
 
         parquet_schema = pq.read_schema(data_files(folder)[0])
         assert str(parquet_schema.field("__rowMarker__").type) == "int32"
