@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.validate import validate
 from tests.delta_reader import read_delta
 from tests.mirror_oracle import data_files, replay
 
@@ -76,3 +77,9 @@ def assert_local_mirror_equals(
     with a Delta reader other than the writer)."""
     LocalMirror(LocalStorage(landing_zone), target).replay()
     assert normalized(read_delta(target / schema / table)) == model_output(spark, expected_sql)
+
+
+def findings_for(landing_zone: Path, folder: Path) -> List[str]:
+    """What `dbt-openmirror validate` reports about one table folder."""
+    prefix = str(folder.relative_to(landing_zone))
+    return [str(f) for f in validate(LocalStorage(landing_zone)) if f.where.startswith(prefix)]

@@ -4,7 +4,13 @@ import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.mirror import assert_mirror_equals, file_markers, set_source, table_folder
+from tests.functional.mirror import (
+    assert_mirror_equals,
+    file_markers,
+    findings_for,
+    set_source,
+    table_folder,
+)
 from tests.mirror_oracle import data_files
 
 SOURCE = "select * from {{ target.schema }}.src"
@@ -86,3 +92,9 @@ class TestConfigOptions:
         assert sizes == [2, 2, 1, 2, 1]
         assert [p.name for p in data_files(folder)] == [f"{n:020d}.parquet" for n in range(1, 6)]
         assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+
+    def test_validator_finds_nothing_but_the_chosen_marker_position(self, project, landing_zone):
+        for table in ("upserts", "marker_last", "split", "codec_none", "codec_zstd"):
+            assert findings_for(landing_zone, self._folder(project, landing_zone, table)) == []
+        found = findings_for(landing_zone, self._folder(project, landing_zone, "marker_first"))
+        assert found and all("not the last column" in f for f in found)

@@ -10,6 +10,7 @@ from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
+    findings_for,
     model_output,
     set_source,
     table_folder,
@@ -55,6 +56,7 @@ class TestChangeSequence:
                 assert sorted(file_markers(folder)[-1]) == markers
             # Checked before the local mirror moves the files to _ProcessedFiles.
             assert_mirror_equals(spark, folder, source)
+            assert findings_for(landing_zone, folder) == []
             assert model_output(spark, f"select * from {schema}.customers") == model_output(spark, source)
             assert_local_mirror_equals(spark, landing_zone, tmp_path / "mirror", schema, "customers", source)
             assert response["files"] == (

@@ -9,6 +9,7 @@ from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
+    findings_for,
     set_source,
     table_folder,
     tree_digest,
@@ -60,6 +61,7 @@ class TestDataTypes:
             f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns
         )
         assert_mirror_equals(spark, folder, f"select {as_published} from {schema}.src")
+        assert findings_for(landing_zone, folder) == []
         # The local mirror's Delta table holds the same values, with the protocol that
         # timestamp without time zone needs and no more.
         target = tmp_path / "mirror"

@@ -1,4 +1,4 @@
-"""The `dbt-openmirror` command: replay a landing zone locally, and show its status."""
+"""The `dbt-openmirror` command: check a landing zone, replay it locally, show its status."""
 
 import argparse
 import sys
@@ -8,6 +8,7 @@ from typing import List, Optional
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror, table_folders
 from dbt.adapters.openmirror.publisher import Publisher
 from dbt.adapters.openmirror.storage import open_landing_zone
+from dbt.adapters.openmirror.validate import ERROR, validate
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -45,6 +46,15 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace) -> int:
+    findings = validate(open_landing_zone(args.landing_zone))
+    for finding in findings:
+        print(finding)
+    errors = sum(1 for f in findings if f.severity == ERROR)
+    print(f"{errors} errors, {len(findings) - errors} warnings")
+    return 1 if errors else 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="dbt-openmirror", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
@@ -52,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("landing_zone", help="landing zone folder or file:// URL")
     replay.add_argument("--target", required=True, help="folder of the local mirrored database")
     replay.set_defaults(run=_replay)
+    check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
+    check.add_argument("landing_zone")
+    check.set_defaults(run=_validate)
     status = commands.add_parser("status", help="per table: last number, files waiting, mirror state")
     status.add_argument("landing_zone")
     status.add_argument("--target", help="the local mirror written by `replay`")
