@@ -1,4 +1,6 @@
-{{ config(unique_key='customer_id') }}
+{{ config(materialized='open_mirror', unique_key='customer_id') }}
+
+{%- set has_tier = 'loyalty_tier' in (adapter.get_columns_in_relation(ref('stg_customers')) | map(attribute='column') | list) -%}
 
 with orders as (
   select customer_id, count(*) as order_count, min(ordered_at) as first_order_at
@@ -13,5 +15,8 @@ select
   c.signed_up_at,
   coalesce(o.order_count, 0) as order_count,
   o.first_order_at
+  {%- if has_tier %},
+  c.loyalty_tier
+  {%- endif %}
 from {{ ref('stg_customers') }} c
 left join orders o on o.customer_id = c.customer_id

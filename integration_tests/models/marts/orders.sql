@@ -1,4 +1,4 @@
-{{ config(unique_key='order_id') }}
+{{ config(materialized='open_mirror', unique_key='order_id') }}
 
 with lines as (
   select order_id, sum(line_total) as order_total, collect_list(sku) as skus

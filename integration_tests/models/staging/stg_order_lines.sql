@@ -1,3 +1,5 @@
+{{ config(materialized='view') }}
+
 select
   order_id,
   line_number,

@@ -1,3 +1,5 @@
+{{ config(materialized='view') }}
+
 select
   id as order_id,
   customer_id,

@@ -1,3 +1,5 @@
+{{ config(materialized='view') }}
+
 select
   id as payment_id,
   order_id,
