@@ -55,9 +55,10 @@ def test_reference_semantics_follow_the_spec_table():
 def test_merge_is_used_only_when_exact():
     unique = with_markers(pa.table({"id": [1, 2], "__rowMarker__": pa.array([0, 1], pa.int32())}), 0)
     repeated = with_markers(pa.table({"id": [1, 1], "__rowMarker__": pa.array([0, 2], pa.int32())}), 0)
-    assert merge_is_exact(unique, ["id"], {(3,)})
-    assert not merge_is_exact(unique, ["id"], {(1,)})  # an INSERT of a present key duplicates
-    assert not merge_is_exact(repeated, ["id"], set())
+    assert merge_is_exact(unique, ["id"], pa.table({"id": [3]}))
+    assert merge_is_exact(unique, ["id"], pa.table({"id": [2]}))  # an UPDATE of a present key
+    assert not merge_is_exact(unique, ["id"], pa.table({"id": [1]}))  # an INSERT of a present key
+    assert not merge_is_exact(repeated, ["id"], None)
 
 
 def test_markers_out_of_range_are_rejected():

@@ -29,11 +29,6 @@ def with_markers(rows: pa.Table, default_marker: int) -> pa.Table:
     return rows.append_column(ROW_MARKER, markers)
 
 
-def key_tuples(rows: pa.Table, keys: Sequence[str]) -> List[Tuple]:
-    columns = [rows.column(k).to_pylist() for k in keys]
-    return list(zip(*columns))
-
-
 def replay_rows(current: List[Dict], changes: pa.Table, keys: Sequence[str]) -> List[Dict]:
     """Apply `changes` to `current` row by row, in file order (the reference semantics)."""
     rows = list(current)
@@ -59,12 +54,17 @@ def replay_rows(current: List[Dict], changes: pa.Table, keys: Sequence[str]) -> 
     return [row for i, row in enumerate(rows) if i not in removed]
 
 
-def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing_keys: Optional[set]) -> bool:
-    """Whether one MERGE gives the same result as applying the rows in order."""
-    file_keys = key_tuples(changes, keys)
-    if len(set(file_keys)) != len(file_keys):
+def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing: Optional[pa.Table]) -> bool:
+    """Whether one MERGE (or, into an empty table, one append) gives the same result as
+    applying the rows in order: every key once in the file, and no INSERT of a present key."""
+    if changes.select(keys).group_by(keys).aggregate([]).num_rows != changes.num_rows:
         return False
-    if not existing_keys:
+    if existing is None or existing.num_rows == 0:
         return True
-    markers = changes.column(ROW_MARKER).to_pylist()
-    return not any(m == INSERT and k in existing_keys for k, m in zip(file_keys, markers))
+    inserts = changes.filter(pc.equal(changes.column(ROW_MARKER), INSERT)).select(keys)
+    present = existing.select(keys).cast(inserts.schema)
+    return inserts.join(present, keys, join_type="inner").num_rows == 0
+
+
+def without_deletes(changes: pa.Table) -> pa.Table:
+    return changes.filter(pc.not_equal(changes.column(ROW_MARKER), DELETE))

@@ -31,10 +31,10 @@ from dbt.adapters.openmirror.local_mirror.apply import (
     INSERT,
     ROW_MARKER,
     UPSERT,
-    key_tuples,
     merge_is_exact,
     replay_rows,
     with_markers,
+    without_deletes,
 )
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -198,7 +198,12 @@ class LocalMirror:
             raise TableStopped("KeyColumnMissing", f"{name}: key columns {missing} are absent")
         commit = CommitProperties(app_transactions=[Transaction(app_id=APP_ID, version=number)])
         if table is None:
-            first = rows if not keys else pa.Table.from_pylist(replay_rows([], rows, keys), schema=rows.schema)
+            if not keys:  # insert-only table
+                first = rows
+            elif merge_is_exact(rows, keys, None):
+                first = without_deletes(rows)
+            else:
+                first = pa.Table.from_pylist(replay_rows([], rows, keys), schema=rows.schema)
             write_deltalake(
                 str(delta_path), first.drop_columns([ROW_MARKER]), mode="error",
                 commit_properties=commit,
@@ -233,8 +238,7 @@ class LocalMirror:
             write_deltalake(table, rows.drop_columns([ROW_MARKER]), mode="append",
                             schema_mode="merge", commit_properties=commit)
             return
-        existing_keys = set(key_tuples(table.to_pyarrow_table(columns=keys), keys))
-        if merge_is_exact(rows, keys, existing_keys):
+        if merge_is_exact(rows, keys, table.to_pyarrow_table(columns=keys)):
             predicate = " and ".join(f"t.`{k}` = s.`{k}`" for k in keys)
             marker = f"s.`{ROW_MARKER}`"
             (
