@@ -64,3 +64,14 @@ def test_replay_survives_kills(tmp_path):
     mirrored = sorted(json.dumps(r, sort_keys=True) for r in read_delta(target / "s" / "t"))
     assert mirrored == expected
     assert not list(folder.glob("*.parquet"))  # every file applied and moved
+
+
+def test_concurrent_replays_apply_each_file_once(tmp_path):
+    landing_zone, target = tmp_path / "lz", tmp_path / "mirror"
+    folder = _landing_zone(landing_zone, files=12)
+    expected = sorted(json.dumps(r, sort_keys=True) for r in oracle_replay(folder))
+    processes = [_replay(landing_zone, target) for _ in range(3)]
+    for process in processes:
+        assert process.wait(timeout=120) == 0, process.stderr.read().decode()
+    mirrored = sorted(json.dumps(r, sort_keys=True) for r in read_delta(target / "s" / "t"))
+    assert mirrored == expected

@@ -7,8 +7,10 @@ file; applied files move to `_ProcessedFiles/`. A type change or a changed keyCo
 table in an error state (other tables go on); a deleted and recreated folder rebuilds it.
 """
 
+import fcntl
 import json
 import shutil
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -116,7 +118,20 @@ class LocalMirror:
 
     # -- replay ----------------------------------------------------------------------------
 
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One replay per mirror at a time, like the one replicator of a mirrored database; a
+        second replay waits. The OS drops the lock when a killed replay's process ends."""
+        self.target.mkdir(parents=True, exist_ok=True)
+        with open(self.target / ".replay.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def replay(self) -> List[TableStatus]:
+        with self._exclusive():
+            return self._replay_all()
+
+    def _replay_all(self) -> List[TableStatus]:
         statuses = self.read_status()
         for schema, table, folder in table_folders(self.storage):
             status = statuses.get((schema, table)) or TableStatus(schema, table)
