@@ -8,7 +8,7 @@ missing key does nothing). Tests compare its result with the model output.
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import pyarrow.parquet as pq
 
@@ -53,7 +53,3 @@ def replay(table_folder: Path) -> List[Dict[str, Any]]:
                 raise AssertionError(f"{path.name}: unknown {ROW_MARKER} {marker}")
     return [{c: row.get(c) for c in columns} for row in rows]
 
-
-def column_order(table_folder: Path) -> Optional[List[str]]:
-    files = data_files(table_folder)
-    return pq.read_schema(files[-1]).names if files else None

@@ -190,10 +190,6 @@ class OpenMirrorAdapter(SparkAdapter):
             raise
 
     @available
-    def openmirror_discard(self, staging: Dict[str, str]) -> None:
-        self.publisher.discard(staging["path"])
-
-    @available
     def openmirror_keep_columns_sql(self, relation: Any, plan: RunPlan) -> str:
         """Columns the model dropped stay in the snapshot, as the mirror keeps them (NULL)."""
         if not plan.schema.kept:

@@ -26,10 +26,6 @@ class RunPlan:
     reason: str
     schema: SchemaPlan
 
-    @property
-    def is_full_load(self) -> bool:
-        return self.mode != INCREMENTAL
-
 
 def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
     """The record a previous run left on the snapshot table, if any."""

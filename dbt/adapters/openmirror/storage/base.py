@@ -19,9 +19,6 @@ class LandingZoneStorage(ABC):
         """Names of the files and folders directly in `folder`; empty when it does not exist."""
 
     @abstractmethod
-    def exists(self, path: str) -> bool: ...
-
-    @abstractmethod
     def read_text(self, path: str) -> Optional[str]:
         """A small file's text, or None when it does not exist."""
 

@@ -31,9 +31,6 @@ class LocalStorage(LandingZoneStorage):
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def exists(self, path: str) -> bool:
-        return self._resolve(path).exists()
-
     def read_text(self, path: str) -> Optional[str]:
         try:
             return self._resolve(path).read_text(encoding="utf-8")
