@@ -2,11 +2,16 @@
 (dbt's adapter test suites from dbt-tests-adapter)."""
 
 import pytest
+from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_empty import BaseEmpty
+from dbt.tests.adapter.basic.test_ephemeral import BaseEphemeral
 from dbt.tests.adapter.basic.test_generic_tests import BaseGenericTests
 from dbt.tests.adapter.basic.test_incremental import BaseIncremental
 from dbt.tests.adapter.basic.test_singular_tests import BaseSingularTests
+from dbt.tests.adapter.basic.test_singular_tests_ephemeral import BaseSingularTestsEphemeral
+from dbt.tests.adapter.basic.test_table_materialization import BaseTableMaterialization
+from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
 
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
@@ -33,3 +38,23 @@ class TestIncremental(BaseIncremental):
             "name": "incremental",
             "models": {"+incremental_strategy": "append", "+file_format": "parquet"},
         }
+
+
+class TestEphemeral(BaseEphemeral):
+    pass
+
+
+class TestSingularTestsEphemeral(BaseSingularTestsEphemeral):
+    pass
+
+
+class TestAdapterMethods(BaseAdapterMethod):
+    pass
+
+
+class TestTableMaterialization(BaseTableMaterialization):
+    pass
+
+
+class TestValidateConnection(BaseValidateConnection):
+    pass
