@@ -142,3 +142,44 @@ class TestFullRefreshAndEmptyModels:
         _publish(project, spark, f"select * from values (1, 'a', 4) {COLUMNS}")
         assert [sorted(m) for m in file_markers(folder)] == [[0, 0], [1, 2]]
         assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+
+
+class TestSnapshotAndFolderDisagree:
+    """When the snapshot and the table folder cannot be proven to match, the run reloads the table
+    in full rather than guess; the mirror still ends equal to the model."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_stale_snapshot_record_rebuilds(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        _publish(project, spark, f"select * from values (1, 'a', 1), (2, 'b', 2) {COLUMNS}")
+        _publish(project, spark, f"select * from values (1, 'a', 5) {COLUMNS}")
+        # As if the last run had stopped after its renames but before recording the snapshot.
+        spark.sql(f"alter table {schema}.customers set tblproperties ('openmirror.sequence_number' = '1')")
+        response = _publish(project, spark, f"select * from values (1, 'a', 5), (3, 'c', 3) {COLUMNS}")
+        assert response["mode"] == "rebuild"
+        assert file_markers(folder) == [[0, 0]]
+        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+
+    def test_deleted_table_folder_is_loaded_again(self, project, spark, landing_zone):
+        import shutil
+
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        shutil.rmtree(folder)
+        response = _publish(project, spark, f"select * from values (1, 'a', 6) {COLUMNS}")
+        assert response["mode"] == "initial"
+        assert file_markers(folder) == [[0]]
+        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+
+    def test_dropped_snapshot_table_rebuilds(self, project, spark, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        project.run_sql(f"drop table {schema}.customers")
+        response = _publish(project, spark, f"select * from values (1, 'a', 6), (4, 'd', 4) {COLUMNS}")
+        assert response["mode"] == "rebuild"
+        assert file_markers(folder) == [[0, 0]]
+        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
