@@ -1,4 +1,6 @@
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
@@ -7,6 +9,21 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 # Spark and Derby leave files in the working directory unless told otherwise, and take the
 # machine's time zone; the suite pins both.
 os.environ.setdefault("TZ", "UTC")
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("spark_cluster", ROOT / "scripts" / "spark_cluster.py")
+spark_cluster = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(spark_cluster)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--profile",
+        choices=["session", "thrift"],
+        default="session",
+        help="dbt profile of the functional suites: a local Spark session (default), or "
+        "method: thrift against a Spark cluster and Thrift server started on loopback",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -33,16 +50,14 @@ def spark_settings(spark_dirs):
 
 
 @pytest.fixture(scope="session")
-def spark(spark_settings):
-    """The session dbt-spark's `method: session` will reuse, so tests can read model output."""
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in spark_settings.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+def cluster(tmp_path_factory):
+    """A Spark master, a worker and the Thrift server on loopback; stopped after the tests."""
+    workdir = tmp_path_factory.mktemp("spark_cluster")
+    endpoint = spark_cluster.start(workdir, spark_cluster._free_port())
+    try:
+        yield {**endpoint, "dir": workdir}
+    finally:
+        spark_cluster.stop(workdir)
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +66,16 @@ def landing_zone(tmp_path_factory):
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(spark, spark_settings, landing_zone):
+def dbt_profile_target(request, spark_settings, landing_zone):
+    if request.config.getoption("--profile") == "thrift":
+        cluster = request.getfixturevalue("cluster")
+        return {
+            "type": "openmirror",
+            "method": "thrift",
+            "host": cluster["host"],
+            "port": cluster["port"],
+            "landing_zone": str(landing_zone),
+        }
     return {
         "type": "openmirror",
         "method": "session",

@@ -3,6 +3,7 @@
 import datetime
 import hashlib
 import json
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -15,10 +16,38 @@ from tests.delta_reader import read_delta
 from tests.mirror_oracle import data_files, replay
 
 
-def set_source(spark, schema: str, select_sql: str, name: str = "src") -> None:
+class Warehouse:
+    """SQL through the test project's dbt connection, whatever its method (session or thrift).
+
+    Query results come back as Parquet written by Spark and read with pyarrow, so values keep
+    their types (agate would turn them into its own).
+    """
+
+    def __init__(self, project, scratch: Path) -> None:
+        self.project = project
+        self.scratch = scratch
+        self.schema = project.test_schema
+
+    def run(self, sql: str) -> None:
+        self.project.run_sql(sql)
+
+    def _export(self, sql: str) -> pq.ParquetDataset:
+        folder = Path(tempfile.mkdtemp(dir=self.scratch))
+        self.run("set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS")
+        self.run(f"insert overwrite directory 'file://{folder}' using parquet select * from ({sql}) q")
+        return pq.ParquetDataset(folder)
+
+    def rows(self, sql: str) -> List[Dict[str, Any]]:
+        return self._export(sql).read().to_pylist()
+
+    def columns(self, relation: str) -> List[str]:
+        return self._export(f"select * from {relation} limit 0").schema.names
+
+
+def set_source(warehouse: Warehouse, schema: str, select_sql: str, name: str = "src") -> None:
     """(Re)create the table the test models read from."""
-    spark.sql(f"drop table if exists {schema}.{name}")
-    spark.sql(f"create table {schema}.{name} using parquet as {select_sql}")
+    warehouse.run(f"drop table if exists {schema}.{name}")
+    warehouse.run(f"create table {schema}.{name} using parquet as {select_sql}")
 
 
 def table_folder(landing_zone: Path, schema: str, table: str) -> Path:
@@ -42,13 +71,13 @@ def normalized(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return sorted(({k: _normal(v) for k, v in row.items()} for row in rows), key=_sortable)
 
 
-def model_output(spark, sql: str) -> List[Dict[str, Any]]:
-    return normalized([row.asDict() for row in spark.sql(sql).collect()])
+def model_output(warehouse: Warehouse, sql: str) -> List[Dict[str, Any]]:
+    return normalized(warehouse.rows(sql))
 
 
-def assert_mirror_equals(spark, folder: Path, expected_sql: str) -> List[Dict[str, Any]]:
+def assert_mirror_equals(warehouse, folder: Path, expected_sql: str) -> List[Dict[str, Any]]:
     """Replaying the table folder gives exactly the rows `expected_sql` returns."""
-    expected = model_output(spark, expected_sql)
+    expected = model_output(warehouse, expected_sql)
     mirrored = normalized(replay(folder))
     assert mirrored == expected
     return mirrored
@@ -71,12 +100,12 @@ def tree_digest(root: Path) -> Dict[str, str]:
 
 
 def assert_local_mirror_equals(
-    spark, landing_zone: Path, target: Path, schema: str, table: str, expected_sql: str
+    warehouse, landing_zone: Path, target: Path, schema: str, table: str, expected_sql: str
 ) -> None:
     """`dbt-openmirror replay` brings the Delta table to exactly the model output (read back
     with a Delta reader other than the writer)."""
     LocalMirror(LocalStorage(landing_zone), target).replay()
-    assert normalized(read_delta(target / schema / table)) == model_output(spark, expected_sql)
+    assert normalized(read_delta(target / schema / table)) == model_output(warehouse, expected_sql)
 
 
 def findings_for(landing_zone: Path, folder: Path) -> List[str]:

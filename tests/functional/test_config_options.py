@@ -41,19 +41,19 @@ class TestConfigOptions:
         return models
 
     @pytest.fixture(scope="class", autouse=True)
-    def two_runs(self, project, spark):
-        set_source(spark, project.test_schema, ROWS)
+    def two_runs(self, project, warehouse):
+        set_source(warehouse, project.test_schema, ROWS)
         run_dbt(["run"])
-        set_source(spark, project.test_schema, CHANGED)
+        set_source(warehouse, project.test_schema, CHANGED)
         run_dbt(["run"])
 
     def _folder(self, project, landing_zone, table):
         return table_folder(landing_zone, project.test_schema, table)
 
-    def test_upsert_markers(self, project, spark, landing_zone):
+    def test_upsert_markers(self, project, warehouse, landing_zone):
         folder = self._folder(project, landing_zone, "upserts")
         assert [sorted(m) for m in file_markers(folder)] == [[4] * 5, [2, 4, 4]]
-        assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.src")
 
     def test_row_marker_position(self, project, landing_zone):
         first = data_files(self._folder(project, landing_zone, "marker_first"))
@@ -76,22 +76,22 @@ class TestConfigOptions:
             }
             assert codecs == {expected}
 
-    def test_mirror_schema_and_table(self, project, spark, landing_zone):
+    def test_mirror_schema_and_table(self, project, warehouse, landing_zone):
         flat = landing_zone / f"{project.test_schema}_flat"
         renamed = landing_zone / "sales.schema" / "Orders v2"
         for folder in (flat, renamed):
             assert (folder / "_metadata.json").exists()
-            assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+            assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.src")
         assert not (landing_zone / f"{project.test_schema}.schema" / "flat").exists()
         assert not (landing_zone / f"{project.test_schema}.schema" / "renamed").exists()
 
-    def test_max_rows_per_file_numbers_files_continuously(self, project, spark, landing_zone):
+    def test_max_rows_per_file_numbers_files_continuously(self, project, warehouse, landing_zone):
         folder = self._folder(project, landing_zone, "split")
         sizes = [len(m) for m in file_markers(folder)]
         # 5 initial rows in files of 2, 2, 1; then 3 changes in files of 2, 1.
         assert sizes == [2, 2, 1, 2, 1]
         assert [p.name for p in data_files(folder)] == [f"{n:020d}.parquet" for n in range(1, 6)]
-        assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.src")
 
     def test_validator_finds_nothing_but_the_chosen_marker_position(self, project, landing_zone):
         for table in ("upserts", "marker_last", "split", "codec_none", "codec_zstd"):

@@ -39,7 +39,7 @@ class TestJaffleShopScenario:
     def seeds(self):
         return {"seeds.yml": (PROJECT / "seeds" / "seeds.yml").read_text()}
 
-    def test_every_day_the_mirror_equals_the_models(self, project, spark, landing_zone, tmp_path):
+    def test_every_day_the_mirror_equals_the_models(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         seeds_dir = Path(project.project_root) / "seeds"
         for day, (_, commands) in scenario.DAYS.items():
@@ -49,15 +49,15 @@ class TestJaffleShopScenario:
             for model in scenario.MIRRORED_MODELS:
                 mirror_schema = "sales" if model == "order_lines" else schema
                 folder = landing_zone / f"{mirror_schema}.schema" / model
-                columns = [f.name for f in spark.table(f"{schema}.{model}").schema.fields]
+                columns = warehouse.columns(f"{schema}.{model}")
                 expected = f"select {_published(model, columns)} from {schema}.{model}"
-                assert_mirror_equals(spark, folder, expected)
+                assert_mirror_equals(warehouse, folder, expected)
                 assert [f for f in findings_for(landing_zone, folder) if f.startswith("ERROR")] == []
                 assert_local_mirror_equals(
-                    spark, landing_zone, tmp_path / "mirror", mirror_schema, model, expected
+                    warehouse, landing_zone, tmp_path / "mirror", mirror_schema, model, expected
                 )
         # Day 3's new column reached the mirror; day 4 rebuilt orders from file 1.
-        customers = spark.table(f"{schema}.customers").columns
+        customers = warehouse.columns(f"{schema}.customers")
         assert "loyalty_tier" in customers
         orders_folder = landing_zone / f"{schema}.schema" / "orders"
         assert sorted(p.name for p in orders_folder.glob("*.parquet")) + sorted(

@@ -24,8 +24,8 @@ select * from {{ target.schema }}.src
 COLUMNS = "as t(id, name, amount)"
 
 
-def _publish(project, spark, select_sql, extra_args=()):
-    set_source(spark, project.test_schema, select_sql)
+def _publish(project, warehouse, select_sql, extra_args=()):
+    set_source(warehouse, project.test_schema, select_sql)
     results = run_dbt(["run", *extra_args])
     return results[0].adapter_response
 
@@ -35,7 +35,7 @@ class TestChangeSequence:
     def models(self):
         return {"customers.sql": MODEL}
 
-    def test_each_run_publishes_exactly_the_changes(self, project, spark, landing_zone, tmp_path):
+    def test_each_run_publishes_exactly_the_changes(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         source = f"select * from {schema}.src"
@@ -50,24 +50,24 @@ class TestChangeSequence:
         ]
         expected_files = []
         for rows, markers in steps:
-            response = _publish(project, spark, f"select * from values {rows} {COLUMNS}")
+            response = _publish(project, warehouse, f"select * from values {rows} {COLUMNS}")
             if markers is not None:
                 expected_files.append(markers)
                 assert sorted(file_markers(folder)[-1]) == markers
             # Checked before the local mirror moves the files to _ProcessedFiles.
-            assert_mirror_equals(spark, folder, source)
+            assert_mirror_equals(warehouse, folder, source)
             assert findings_for(landing_zone, folder) == []
-            assert model_output(spark, f"select * from {schema}.customers") == model_output(spark, source)
-            assert_local_mirror_equals(spark, landing_zone, tmp_path / "mirror", schema, "customers", source)
+            assert model_output(warehouse, f"select * from {schema}.customers") == model_output(warehouse, source)
+            assert_local_mirror_equals(warehouse, landing_zone, tmp_path / "mirror", schema, "customers", source)
             assert response["files"] == (
                 [f"{len(expected_files):020d}.parquet"] if markers is not None else []
             )
         assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
 
-    def test_run_reports_counts_and_file(self, project, spark, landing_zone):
+    def test_run_reports_counts_and_file(self, project, warehouse, landing_zone):
         schema = project.test_schema
-        _publish(project, spark, f"select * from values (1, 'a', 1), (2, 'b', 2) {COLUMNS}")
-        response = _publish(project, spark, f"select * from values (1, 'a', 5), (3, 'c', 3) {COLUMNS}")
+        _publish(project, warehouse, f"select * from values (1, 'a', 1), (2, 'b', 2) {COLUMNS}")
+        response = _publish(project, warehouse, f"select * from values (1, 'a', 5), (3, 'c', 3) {COLUMNS}")
         folder = table_folder(landing_zone, schema, "customers")
         last = sorted(p.name for p in folder.glob("*.parquet"))[-1]
         assert (response["inserts"], response["updates"], response["deletes"]) == (1, 1, 1)
@@ -85,7 +85,7 @@ class TestKeyChangesAndCompositeKeys:
             """
         }
 
-    def test_composite_key_changes_are_delete_plus_insert(self, project, spark, landing_zone):
+    def test_composite_key_changes_are_delete_plus_insert(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "order_lines")
         columns = "as t(order_id, line, sku, qty)"
@@ -97,9 +97,9 @@ class TestKeyChangesAndCompositeKeys:
             ("(1, 3, 'A', 2), (1, 2, 'B', 1), (2, 1, 'A', 6), (2, 2, 'B', 1)", [0]),
         ]
         for rows, markers in steps:
-            _publish(project, spark, f"select * from values {rows} {columns}")
+            _publish(project, warehouse, f"select * from values {rows} {columns}")
             assert sorted(file_markers(folder)[-1]) == markers
-            assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+            assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         deleted = [r for r in _rows_of(folder, 2) if r["__rowMarker__"] == 2]
         assert deleted == [{"order_id": 1, "line": 1, "sku": None, "qty": None, "__rowMarker__": 2}]
         assert json.loads((folder / "_metadata.json").read_text()) == {
@@ -118,30 +118,30 @@ class TestFullRefreshAndEmptyModels:
     def models(self):
         return {"customers.sql": MODEL}
 
-    def test_empty_model_still_creates_the_table(self, project, spark, landing_zone):
+    def test_empty_model_still_creates_the_table(self, project, warehouse, landing_zone):
         folder = table_folder(landing_zone, project.test_schema, "customers")
-        _publish(project, spark, f"select * from values (1, 'a', 1) {COLUMNS} where false")
+        _publish(project, warehouse, f"select * from values (1, 'a', 1) {COLUMNS} where false")
         assert file_markers(folder) == [[]]
-        _publish(project, spark, f"select * from values (1, 'a', 1) {COLUMNS}")
+        _publish(project, warehouse, f"select * from values (1, 'a', 1) {COLUMNS}")
         assert file_markers(folder) == [[], [0]]
-        assert_mirror_equals(spark, folder, f"select * from {project.test_schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.src")
 
-    def test_full_refresh_rebuilds_from_file_one(self, project, spark, landing_zone):
+    def test_full_refresh_rebuilds_from_file_one(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
-        _publish(project, spark, f"select * from values (1, 'a', 2), (2, 'b', 2) {COLUMNS}")
+        _publish(project, warehouse, f"select * from values (1, 'a', 2), (2, 'b', 2) {COLUMNS}")
         assert len(file_markers(folder)) >= 2
         response = _publish(
-            project, spark, f"select * from values (1, 'a', 3), (2, 'b', 2) {COLUMNS}",
+            project, warehouse, f"select * from values (1, 'a', 3), (2, 'b', 2) {COLUMNS}",
             ["--full-refresh"],
         )
         assert file_markers(folder) == [[0, 0]]
         assert response["mode"] == "rebuild"
-        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         # Incremental publishing continues after the rebuild.
-        _publish(project, spark, f"select * from values (1, 'a', 4) {COLUMNS}")
+        _publish(project, warehouse, f"select * from values (1, 'a', 4) {COLUMNS}")
         assert [sorted(m) for m in file_markers(folder)] == [[0, 0], [1, 2]]
-        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
 class TestSnapshotAndFolderDisagree:
@@ -152,34 +152,34 @@ class TestSnapshotAndFolderDisagree:
     def models(self):
         return {"customers.sql": MODEL}
 
-    def test_stale_snapshot_record_rebuilds(self, project, spark, landing_zone):
+    def test_stale_snapshot_record_rebuilds(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
-        _publish(project, spark, f"select * from values (1, 'a', 1), (2, 'b', 2) {COLUMNS}")
-        _publish(project, spark, f"select * from values (1, 'a', 5) {COLUMNS}")
+        _publish(project, warehouse, f"select * from values (1, 'a', 1), (2, 'b', 2) {COLUMNS}")
+        _publish(project, warehouse, f"select * from values (1, 'a', 5) {COLUMNS}")
         # As if the last run had stopped after its renames but before recording the snapshot.
-        spark.sql(f"alter table {schema}.customers set tblproperties ('openmirror.sequence_number' = '1')")
-        response = _publish(project, spark, f"select * from values (1, 'a', 5), (3, 'c', 3) {COLUMNS}")
+        warehouse.run(f"alter table {schema}.customers set tblproperties ('openmirror.sequence_number' = '1')")
+        response = _publish(project, warehouse, f"select * from values (1, 'a', 5), (3, 'c', 3) {COLUMNS}")
         assert response["mode"] == "rebuild"
         assert file_markers(folder) == [[0, 0]]
-        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
-    def test_deleted_table_folder_is_loaded_again(self, project, spark, landing_zone):
+    def test_deleted_table_folder_is_loaded_again(self, project, warehouse, landing_zone):
         import shutil
 
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         shutil.rmtree(folder)
-        response = _publish(project, spark, f"select * from values (1, 'a', 6) {COLUMNS}")
+        response = _publish(project, warehouse, f"select * from values (1, 'a', 6) {COLUMNS}")
         assert response["mode"] == "initial"
         assert file_markers(folder) == [[0]]
-        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
-    def test_dropped_snapshot_table_rebuilds(self, project, spark, landing_zone):
+    def test_dropped_snapshot_table_rebuilds(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         project.run_sql(f"drop table {schema}.customers")
-        response = _publish(project, spark, f"select * from values (1, 'a', 6), (4, 'd', 4) {COLUMNS}")
+        response = _publish(project, warehouse, f"select * from values (1, 'a', 6), (4, 'd', 4) {COLUMNS}")
         assert response["mode"] == "rebuild"
         assert file_markers(folder) == [[0, 0]]
-        assert_mirror_equals(spark, folder, f"select * from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")

@@ -51,22 +51,22 @@ class TestDataTypes:
             "select * from {{ target.schema }}.src"
         }
 
-    def test_types_reach_the_mirror_intact(self, project, spark, landing_zone, tmp_path):
+    def test_types_reach_the_mirror_intact(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
-        set_source(spark, schema, TYPED_ROWS)
+        set_source(warehouse, schema, TYPED_ROWS)
         run_dbt(["run"])
         folder = table_folder(landing_zone, schema, "typed")
-        columns = [f.name for f in spark.table(f"{schema}.src").schema.fields]
+        columns = warehouse.columns(f"{schema}.src")
         as_published = ", ".join(
             f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns
         )
-        assert_mirror_equals(spark, folder, f"select {as_published} from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select {as_published} from {schema}.src")
         assert findings_for(landing_zone, folder) == []
         # The local mirror's Delta table holds the same values, with the protocol that
         # timestamp without time zone needs and no more.
         target = tmp_path / "mirror"
         assert_local_mirror_equals(
-            spark, landing_zone, target, schema, "typed", f"select {as_published} from {schema}.src"
+            warehouse, landing_zone, target, schema, "typed", f"select {as_published} from {schema}.src"
         )
         assert protocol(target / schema / "typed") == {
             "minReaderVersion": 3, "minWriterVersion": 7,
@@ -84,12 +84,12 @@ class TestDataTypes:
         physical = pq.ParquetFile(data_files(folder)[0]).schema
         assert physical.column(parquet_schema.get_field_index("at")).physical_type == "INT64"
 
-    def test_changed_complex_values_are_updates(self, project, spark, landing_zone):
+    def test_changed_complex_values_are_updates(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "typed")
         run_dbt(["run"])
         assert len(file_markers(folder)) == 1, "unchanged struct, array and map values are no change"
-        set_source(spark, schema, TYPED_ROWS.replace("array(id, id + 1)", "array(id, if(id = 2, 0, id + 1))"))
+        set_source(warehouse, schema, TYPED_ROWS.replace("array(id, id + 1)", "array(id, if(id = 2, 0, id + 1))"))
         run_dbt(["run"])
         assert file_markers(folder)[-1] == [1]
         assert (
@@ -108,29 +108,29 @@ class TestSchemaChanges:
     def models(self):
         return {"evolving.sql": MODEL}
 
-    def test_added_removed_and_retyped_columns(self, project, spark, landing_zone):
+    def test_added_removed_and_retyped_columns(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "evolving")
         source = f"select * from {schema}.src"
 
-        set_source(spark, schema, "select * from values (1, 'a'), (2, 'b') as t(id, name)")
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b') as t(id, name)")
         run_dbt(["run"])
 
         # An added column flows through: rows whose new value is set are updates.
-        set_source(spark, schema, "select * from values (1, 'a', 10), (2, 'b', null) as t(id, name, score)")
+        set_source(warehouse, schema, "select * from values (1, 'a', 10), (2, 'b', null) as t(id, name, score)")
         run_dbt(["run"])
         assert file_markers(folder)[-1] == [1]
-        assert_mirror_equals(spark, folder, source)
+        assert_mirror_equals(warehouse, folder, source)
 
         # A removed column is kept, NULL in new rows, as the mirror keeps it.
-        set_source(spark, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, score)")
+        set_source(warehouse, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, score)")
         run_dbt(["run"])
         assert sorted(file_markers(folder)[-1]) == [0, 1, 1]
-        assert_mirror_equals(spark, folder, f"select id, cast(null as string) as name, score from {schema}.src")
+        assert_mirror_equals(warehouse, folder, f"select id, cast(null as string) as name, score from {schema}.src")
         assert "name" in pq.read_schema(data_files(folder)[-1]).names
 
         # A type change is never published in place.
-        set_source(spark, schema, "select * from values (1, '10'), (2, null), (3, '30') as t(id, score)")
+        set_source(warehouse, schema, "select * from values (1, '10'), (2, null), (3, '30') as t(id, score)")
         before = tree_digest(landing_zone)
         results = run_dbt(["run"], expect_pass=False)
         assert "column 'score' int -> string" in results[0].message
@@ -138,14 +138,14 @@ class TestSchemaChanges:
         assert tree_digest(landing_zone) == before
 
         # on_schema_change='fail' refuses even an added column.
-        set_source(spark, schema, "select * from values (1, 10, 'x') as t(id, score, extra)")
+        set_source(warehouse, schema, "select * from values (1, 10, 'x') as t(id, score, extra)")
         results = run_dbt(["run", "--vars", "{on_change: fail}"], expect_pass=False)
         assert "on_schema_change='fail'" in results[0].message and "extra" in results[0].message
         assert tree_digest(landing_zone) == before
 
         # sync_all_columns rebuilds the mirrored table with the new types.
-        set_source(spark, schema, "select * from values (1, '10'), (3, '30') as t(id, score)")
+        set_source(warehouse, schema, "select * from values (1, '10'), (3, '30') as t(id, score)")
         results = run_dbt(["run", "--vars", "{on_change: sync_all_columns}"])
         assert results[0].adapter_response["mode"] == "rebuild"
         assert file_markers(folder) == [[0, 0]]
-        assert_mirror_equals(spark, folder, source)
+        assert_mirror_equals(warehouse, folder, source)
