@@ -60,8 +60,9 @@ def cluster(tmp_path_factory):
         spark_cluster.stop(workdir)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="class")
 def landing_zone(tmp_path_factory):
+    """Each test class publishes into a landing zone of its own."""
     return tmp_path_factory.mktemp("landing_zone")
 
 
