@@ -3,7 +3,6 @@ independent replay of each table folder and the local mirror's Delta tables equa
 output."""
 
 import importlib.util
-import shutil
 from pathlib import Path
 
 import pytest
