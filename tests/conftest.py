@@ -66,17 +66,21 @@ def landing_zone(tmp_path_factory):
     return tmp_path_factory.mktemp("landing_zone")
 
 
+def thrift_target(cluster, landing_zone) -> dict:
+    """A `method: thrift` profile target for the cluster's Thrift server."""
+    return {
+        "type": "openmirror",
+        "method": "thrift",
+        "host": cluster["host"],
+        "port": cluster["port"],
+        "landing_zone": str(landing_zone),
+    }
+
+
 @pytest.fixture(scope="class")
 def dbt_profile_target(request, spark_settings, landing_zone):
     if request.config.getoption("--profile") == "thrift":
-        cluster = request.getfixturevalue("cluster")
-        return {
-            "type": "openmirror",
-            "method": "thrift",
-            "host": cluster["host"],
-            "port": cluster["port"],
-            "landing_zone": str(landing_zone),
-        }
+        return thrift_target(request.getfixturevalue("cluster"), landing_zone)
     return {
         "type": "openmirror",
         "method": "session",

@@ -2,13 +2,9 @@
 
 import pytest
 
+from tests.conftest import thrift_target
+
 
 @pytest.fixture(scope="class")
 def dbt_profile_target(cluster, landing_zone):
-    return {
-        "type": "openmirror",
-        "method": "thrift",
-        "host": cluster["host"],
-        "port": cluster["port"],
-        "landing_zone": str(landing_zone),
-    }
+    return thrift_target(cluster, landing_zone)

@@ -15,7 +15,7 @@ def test_missing_key_column_lists_the_columns():
 
 
 def test_no_problems_passes():
-    raise_key_problems("m", ["id"], [])
+    assert raise_key_problems("m", ["id"], []) is None
 
 
 def test_null_and_duplicate_messages_carry_examples():
