@@ -1,7 +1,6 @@
 """The jaffle shop scenario over `method: thrift` on a real Spark cluster: the same SQL runs on
 the cluster's executors, and after every day each table folder replays to the model output."""
 
-import importlib.util
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,27 +12,19 @@ from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.delta_reader import read_delta
 from tests.mirror_oracle import replay
+from tests.scenario_project import project_models, project_seeds, scenario
 
 pytestmark = pytest.mark.cluster
-
-PROJECT = Path(__file__).resolve().parents[2] / "integration_tests"
-_spec = importlib.util.spec_from_file_location("scenario", PROJECT / "scenario.py")
-scenario = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scenario)
-
-
-def _files(folder: Path) -> dict:
-    return {p.name: p.read_text() for p in folder.glob("*") if p.is_file()}
 
 
 class TestScenarioOverThrift:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"staging": _files(PROJECT / "models" / "staging"), "marts": _files(PROJECT / "models" / "marts")}
+        return project_models()
 
     @pytest.fixture(scope="class")
     def seeds(self):
-        return {"seeds.yml": (PROJECT / "seeds" / "seeds.yml").read_text()}
+        return project_seeds()
 
     def test_every_day_the_mirror_equals_the_models(self, project, cluster, landing_zone, tmp_path):
         schema = project.test_schema

@@ -2,24 +2,15 @@
 independent replay of each table folder and the local mirror's Delta tables equal the models'
 output."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 from dbt.tests.util import run_dbt
 
 from tests.functional.mirror import assert_local_mirror_equals, assert_mirror_equals, findings_for
-
-PROJECT = Path(__file__).resolve().parents[2] / "integration_tests"
-_spec = importlib.util.spec_from_file_location("scenario", PROJECT / "scenario.py")
-scenario = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scenario)
+from tests.scenario_project import project_models, project_seeds, scenario
 
 COMPLEX_COLUMNS = {"orders": ["skus"]}
-
-
-def _files(folder: Path) -> dict:
-    return {p.name: p.read_text() for p in folder.glob("*") if p.is_file()}
 
 
 def _published(model: str, columns):
@@ -29,14 +20,11 @@ def _published(model: str, columns):
 class TestJaffleShopScenario:
     @pytest.fixture(scope="class")
     def models(self):
-        return {
-            "staging": _files(PROJECT / "models" / "staging"),
-            "marts": _files(PROJECT / "models" / "marts"),
-        }
+        return project_models()
 
     @pytest.fixture(scope="class")
     def seeds(self):
-        return {"seeds.yml": (PROJECT / "seeds" / "seeds.yml").read_text()}
+        return project_seeds()
 
     def test_every_day_the_mirror_equals_the_models(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema

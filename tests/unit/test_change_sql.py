@@ -72,3 +72,15 @@ def test_write_and_count():
     assert "options (compression 'zstd', maxRecordsPerFile '1000')" in sql
     assert "maxRecordsPerFile" not in write_files_sql("file:///x", "select 1", "none", 0)
     assert "from parquet.`file:///x` group by `__rowMarker__`" in marker_counts_sql("file:///x")
+
+
+def test_snapshot_record_and_kept_columns():
+    from dbt.adapters.openmirror.change_sql import keep_columns_sql, snapshot_record_sql
+
+    sql = snapshot_record_sql("s.t", {"openmirror.table_folder": "it's.schema/t", "openmirror.sequence_number": "7"})
+    assert sql == ("alter table s.t set tblproperties ('openmirror.table_folder' = 'it\\'s.schema/t', "
+                   "'openmirror.sequence_number' = '7')")
+    assert keep_columns_sql("s.t", []) == ""
+    assert keep_columns_sql("s.t", [NAME, TAGS]) == (
+        "alter table s.t add columns (`my ``odd`` name` string, `tags` array<string>)"
+    )

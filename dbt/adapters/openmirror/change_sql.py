@@ -4,7 +4,7 @@ Everything here runs through dbt's connection, so it executes wherever Spark run
 session or a cluster) and no row is collected to the adapter process.
 """
 
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
 
@@ -129,6 +129,20 @@ def write_files_sql(uri: str, select_sql: str, compression: str, max_rows_per_fi
         f"using parquet options ({', '.join(options)})\n"
         f"select /*+ REPARTITION(1) */ * from (\n{select_sql}\n) change_rows"
     )
+
+
+def snapshot_record_sql(relation: str, properties: Dict[str, str]) -> str:
+    """Table properties that record which folder and file number the snapshot matches."""
+    pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+    return f"alter table {relation} set tblproperties ({pairs})"
+
+
+def keep_columns_sql(relation: str, kept: Sequence[ColumnSpec]) -> str:
+    """Columns the model dropped stay in the snapshot (NULL from now on), as the mirror keeps them."""
+    if not kept:
+        return ""
+    columns = ", ".join(f"{quote(c.name)} {c.data_type}" for c in kept)
+    return f"alter table {relation} add columns ({columns})"
 
 
 def marker_counts_sql(uri: str) -> str:

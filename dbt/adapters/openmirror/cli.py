@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror, table_folders
+from dbt.adapters.openmirror.landing_zone import parse_sequence_number, table_folders
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.publisher import Publisher
 from dbt.adapters.openmirror.storage import open_landing_zone
 from dbt.adapters.openmirror.validate import ERROR, validate
@@ -35,7 +36,7 @@ def _status(args: argparse.Namespace) -> int:
     print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror")
     for schema, table, folder in table_folders(storage):
         state = publisher.table_state(folder)
-        waiting = sum(1 for n in storage.list_names(folder) if n[:1].isdigit() and n.endswith(".parquet"))
+        waiting = sum(1 for n in storage.list_names(folder) if parse_sequence_number(n) is not None)
         status = mirrored.get((schema, table))
         mirror = "-"
         if status is not None:

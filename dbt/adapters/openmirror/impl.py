@@ -24,11 +24,10 @@ from dbt.adapters.openmirror.response import OpenMirrorResponse, publish_respons
 from dbt.adapters.openmirror.run_plan import (
     INCREMENTAL,
     REBUILD,
-    SNAPSHOT_SEQUENCE_NUMBER,
-    SNAPSHOT_TABLE_FOLDER,
     RunPlan,
     SnapshotRecord,
     plan_run,
+    snapshot_properties,
     snapshot_record,
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
@@ -94,11 +93,8 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_snapshot_record_sql(self, relation: Any, mirror: MirrorConfig, sequence_number: int) -> str:
-        return (
-            f"alter table {relation} set tblproperties ("
-            f"{change_sql.sql_string(SNAPSHOT_TABLE_FOLDER)} = {change_sql.sql_string(mirror.table_folder)}, "
-            f"{change_sql.sql_string(SNAPSHOT_SEQUENCE_NUMBER)} = '{int(sequence_number)}')"
-        )
+        properties = snapshot_properties(mirror.table_folder, sequence_number)
+        return change_sql.snapshot_record_sql(str(relation), properties)
 
     @available
     def openmirror_plan_run(
@@ -191,11 +187,7 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_keep_columns_sql(self, relation: Any, plan: RunPlan) -> str:
-        """Columns the model dropped stay in the snapshot, as the mirror keeps them (NULL)."""
-        if not plan.schema.kept:
-            return ""
-        columns = ", ".join(f"{change_sql.quote(c.name)} {c.data_type}" for c in plan.schema.kept)
-        return f"alter table {relation} add columns ({columns})"
+        return change_sql.keep_columns_sql(str(relation), plan.schema.kept)
 
     @available
     def openmirror_response(

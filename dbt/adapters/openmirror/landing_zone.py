@@ -5,9 +5,12 @@ Paths here are relative POSIX paths inside the landing zone root; storage backen
 
 import json
 import re
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.openmirror.errors import PublishError
+
+if TYPE_CHECKING:
+    from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 METADATA_FILE = "_metadata.json"
 # Our durable record of what was published, beside the data files. The `_` prefix keeps the
@@ -17,6 +20,8 @@ PUBLISH_RECORD_FILE = "_dbt_openmirror.json"
 PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 SCRATCH_FOLDER = "_scratchPad"
 SCHEMA_FOLDER_SUFFIX = ".schema"
+# Tables without a schema folder land in the mirrored database's default schema.
+DEFAULT_SCHEMA = "dbo"
 
 SEQUENCE_DIGITS = 20
 DATA_FILE_PATTERN = re.compile(r"^(\d{20})\.parquet$")
@@ -90,3 +95,17 @@ def key_columns_from_metadata(text: str, where: str) -> List[str]:
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise PublishError(f"{where}: 'keyColumns' must be a list of column names, got {keys!r}")
     return keys
+
+
+def table_folders(storage: "LandingZoneStorage") -> Iterator[Tuple[str, str, str]]:
+    """(schema, table, folder path) for every table folder, `_`-prefixed names ignored."""
+    for name in storage.list_names(""):
+        if name.startswith("_"):
+            continue
+        if name.endswith(SCHEMA_FOLDER_SUFFIX):
+            schema = name[: -len(SCHEMA_FOLDER_SUFFIX)]
+            for table in storage.list_names(name):
+                if not table.startswith("_") and storage.list_names(f"{name}/{table}"):
+                    yield schema, table, f"{name}/{table}"
+        elif storage.list_names(name):
+            yield DEFAULT_SCHEMA, name, name

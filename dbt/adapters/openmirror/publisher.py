@@ -111,10 +111,11 @@ class Publisher:
         With `rebuild`, the folder is deleted first and numbering restarts at 1.
         """
         staged = self.staged_files(staged_folder)
-        if sum(f.rows for f in staged) != expected_rows or not staged:
+        staged_rows = sum(f.rows for f in staged)
+        if staged_rows != expected_rows or not staged:
             raise PublishError(
                 f"Model '{model}': staged files in {staged_folder} hold "
-                f"{sum(f.rows for f in staged)} rows in {len(staged)} files, Spark counted {expected_rows}"
+                f"{staged_rows} rows in {len(staged)} files, Spark counted {expected_rows}"
             )
         if rebuild:
             self.storage.delete_folder(table_folder)

@@ -1,7 +1,7 @@
 """Decide how a run publishes: a first load, an incremental change file, or a rebuild."""
 
 from dataclasses import dataclass
-from typing import List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.publisher import TableFolderState
@@ -25,6 +25,10 @@ class RunPlan:
     mode: str
     reason: str
     schema: SchemaPlan
+
+
+def snapshot_properties(table_folder: str, sequence_number: int) -> Dict[str, str]:
+    return {SNAPSHOT_TABLE_FOLDER: table_folder, SNAPSHOT_SEQUENCE_NUMBER: str(int(sequence_number))}
 
 
 def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:

@@ -20,8 +20,8 @@ from dbt.adapters.openmirror.landing_zone import (
     SCHEMA_FOLDER_SUFFIX,
     folder_name_problem,
     parse_sequence_number,
+    table_folders,
 )
-from dbt.adapters.openmirror.local_mirror.replay import table_folders
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 ROW_MARKER = "__rowMarker__"

@@ -24,9 +24,9 @@ from deltalake.transaction import CommitProperties, Transaction
 from dbt.adapters.openmirror.landing_zone import (
     METADATA_FILE,
     PROCESSED_FOLDERS,
-    SCHEMA_FOLDER_SUFFIX,
     data_file_name,
     parse_sequence_number,
+    table_folders,
 )
 from dbt.adapters.openmirror.local_mirror.apply import (
     DELETE,
@@ -41,7 +41,6 @@ from dbt.adapters.openmirror.local_mirror.apply import (
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 APP_ID = "dbt-openmirror-replay"
-DEFAULT_SCHEMA = "dbo"
 STATUS_FILE = "Monitoring/tables.json"
 PROCESSED = PROCESSED_FOLDERS[0]
 
@@ -66,20 +65,6 @@ class TableStatus:
     lastSyncDateTime: Optional[str] = None
     keyColumns: Optional[List[str]] = None
     metrics: Dict[str, int] = field(default_factory=lambda: {"processedRows": 0, "processedBytes": 0})
-
-
-def table_folders(storage: LandingZoneStorage) -> Iterator[Tuple[str, str, str]]:
-    """(schema, table, folder path) for every table folder, `_`-prefixed names ignored."""
-    for name in storage.list_names(""):
-        if name.startswith("_"):
-            continue
-        if name.endswith(SCHEMA_FOLDER_SUFFIX):
-            schema = name[: -len(SCHEMA_FOLDER_SUFFIX)]
-            for table in storage.list_names(name):
-                if not table.startswith("_") and storage.list_names(f"{name}/{table}"):
-                    yield schema, table, f"{name}/{table}"
-        elif storage.list_names(name):
-            yield DEFAULT_SCHEMA, name, name
 
 
 def _delta_types(schema: pa.Schema) -> Dict[str, str]:
@@ -167,13 +152,11 @@ class LocalMirror:
             status.keyColumns = keys
             status.lastAppliedFile = applied
             number = applied + 1
-            while data_file_name(number) in self.storage.list_names(folder):
+            while data_file_name(number) in names:
                 table = self._apply_file(folder, number, keys, upsert_default, table, delta_path, status)
                 status.lastAppliedFile = number
                 number += 1
-            status.pendingFiles = sorted(
-                n for n in self.storage.list_names(folder) if (parse_sequence_number(n) or 0) >= number
-            )
+            status.pendingFiles = sorted(n for n in names if (parse_sequence_number(n) or 0) >= number)
             status.status = "Replicating" if not status.pendingFiles else "WaitingForFile"
             if status.pendingFiles:
                 status.errorMessage = f"waiting for {data_file_name(number)}: later files wait behind the gap"
