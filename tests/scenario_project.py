@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 PROJECT = Path(__file__).resolve().parents[1] / "integration_tests"
 
 _spec = importlib.util.spec_from_file_location("scenario", PROJECT / "scenario.py")
@@ -21,3 +23,15 @@ def project_models() -> dict:
 def project_seeds() -> dict:
     """The seeds' properties; the CSVs of each day are staged by `scenario.stage_seeds`."""
     return {"seeds.yml": (PROJECT / "seeds" / "seeds.yml").read_text()}
+
+
+class JaffleShopProject:
+    """Mixin for test classes that build the integration_tests project with dbt's fixtures."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return project_models()
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return project_seeds()

@@ -12,20 +12,12 @@ from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.delta_reader import read_delta
 from tests.mirror_oracle import replay
-from tests.scenario_project import project_models, project_seeds, scenario
+from tests.scenario_project import JaffleShopProject, scenario
 
 pytestmark = pytest.mark.cluster
 
 
-class TestScenarioOverThrift:
-    @pytest.fixture(scope="class")
-    def models(self):
-        return project_models()
-
-    @pytest.fixture(scope="class")
-    def seeds(self):
-        return project_seeds()
-
+class TestScenarioOverThrift(JaffleShopProject):
     def test_every_day_the_mirror_equals_the_models(self, project, cluster, landing_zone, tmp_path):
         schema = project.test_schema
         warehouse = cluster["dir"] / "warehouse" / f"{schema}.db"

@@ -4,11 +4,10 @@ output."""
 
 from pathlib import Path
 
-import pytest
 from dbt.tests.util import run_dbt
 
 from tests.functional.mirror import assert_local_mirror_equals, assert_mirror_equals, findings_for
-from tests.scenario_project import project_models, project_seeds, scenario
+from tests.scenario_project import JaffleShopProject, scenario
 
 COMPLEX_COLUMNS = {"orders": ["skus"]}
 
@@ -17,15 +16,7 @@ def _published(model: str, columns):
     return ", ".join(f"to_json(`{c}`) as `{c}`" if c in COMPLEX_COLUMNS.get(model, []) else f"`{c}`" for c in columns)
 
 
-class TestJaffleShopScenario:
-    @pytest.fixture(scope="class")
-    def models(self):
-        return project_models()
-
-    @pytest.fixture(scope="class")
-    def seeds(self):
-        return project_seeds()
-
+class TestJaffleShopScenario(JaffleShopProject):
     def test_every_day_the_mirror_equals_the_models(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         seeds_dir = Path(project.project_root) / "seeds"
