@@ -17,16 +17,16 @@ from typing import Dict, List
 
 HERE = Path(__file__).resolve().parent
 
-# (what happens, the dbt commands of the day)
+# (what happens, the dbt commands of the day); tuples, so no caller can change them in place
 DAYS: Dict[int, tuple] = {
-    1: ("the shop opens", [["seed"], ["build"]]),
+    1: ("the shop opens", (("seed",), ("build",))),
     2: ("a customer joins and orders, order 3 ships, payment 5 is refunded",
-        [["seed", "--full-refresh"], ["build"]]),
+        (("seed", "--full-refresh"), ("build",))),
     3: ("loyalty tiers arrive (a new column), an email changes, order 1's lines are renumbered "
-        "(a key change), a quantity changes", [["seed", "--full-refresh"], ["build"]]),
+        "(a key change), a quantity changes", (("seed", "--full-refresh"), ("build",))),
     4: ("two customers leave with their orders; orders is rebuilt with --full-refresh",
-        [["seed", "--full-refresh"], ["build", "--exclude", "orders"],
-         ["build", "--select", "orders", "--full-refresh"]]),
+        (("seed", "--full-refresh"), ("build", "--exclude", "orders"),
+         ("build", "--select", "orders", "--full-refresh"))),
 }
 MIRRORED_MODELS = ("customers", "orders", "order_lines", "payments")
 

@@ -24,7 +24,7 @@ class TestScenarioOverThrift(JaffleShopProject):
         for day, (_, commands) in scenario.DAYS.items():
             scenario.stage_seeds(Path(project.project_root) / "seeds", day)
             for command in commands:
-                run_dbt(command)
+                run_dbt(list(command))  # run_dbt appends its own flags to the list it is given
             LocalMirror(LocalStorage(landing_zone), tmp_path / "mirror").replay()
             for model in scenario.MIRRORED_MODELS:
                 mirror_schema = "sales" if model == "order_lines" else schema

@@ -23,7 +23,7 @@ class TestJaffleShopScenario(JaffleShopProject):
         for day, (_, commands) in scenario.DAYS.items():
             scenario.stage_seeds(seeds_dir, day)
             for command in commands:
-                run_dbt(command)
+                run_dbt(list(command))  # run_dbt appends its own flags to the list it is given
             for model in scenario.MIRRORED_MODELS:
                 mirror_schema = "sales" if model == "order_lines" else schema
                 folder = landing_zone / f"{mirror_schema}.schema" / model
