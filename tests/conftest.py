@@ -24,6 +24,13 @@ def pytest_addoption(parser):
         help="dbt profile of the functional suites: a local Spark session (default), or "
         "method: thrift against a Spark cluster and Thrift server started on loopback",
     )
+    parser.addoption(
+        "--crash-points",
+        choices=["sample", "all"],
+        default="sample",
+        help="crash-recovery sweeps: 'all' fails every landing-zone operation of every scenario "
+        "in turn; 'sample' (default) does that for the multi-file publish and a sample elsewhere",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -15,15 +15,22 @@
       'change_markers': config.get('change_markers'),
       'row_marker_position': config.get('row_marker_position'),
       'max_rows_per_file': config.get('max_rows_per_file'),
+      'lease_ttl_seconds': config.get('lease_ttl_seconds'),
+      'lease_wait_seconds': config.get('lease_wait_seconds'),
       'on_schema_change': config.get('on_schema_change') if 'on_schema_change' in model.unrendered_config else none,
   }) -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set grant_config = config.get('grants') -%}
-
   {%- set target_relation = this.incorporate(type='table') -%}
-  {%- set existing_relation = load_cached_relation(this) -%}
   {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
+
+  {#- 0. One run publishes a table at a time; it first finishes what an interrupted run left. -#}
+  {%- set run_id = adapter.openmirror_run_id() -%}
+  {%- do adapter.openmirror_acquire_lease(mirror, run_id) -%}
+  {%- do adapter.openmirror_recover(mirror, target_relation, new_relation, backup_relation) -%}
+
+  {%- set existing_relation = load_cached_relation(this) -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ drop_relation_if_exists(load_cached_relation(backup_relation)) }}
   {%- if existing_relation is not none and existing_relation.type != 'table' -%}
@@ -46,10 +53,11 @@
   {%- set state = adapter.openmirror_table_state(mirror) -%}
   {%- set snapshot = adapter.openmirror_snapshot_record(existing_relation) -%}
   {%- set plan = adapter.openmirror_plan_run(mirror, key_columns, state, snapshot, full_refresh, previous_columns, new_columns) -%}
+  {%- do adapter.openmirror_drop_ignored_columns(new_relation, plan) -%}
   {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, new_relation, existing_relation, key_columns) -%}
 
   {#- 3. Spark stages the change rows as Parquet where the mirror does not look. -#}
-  {%- set staging = adapter.openmirror_staging(mirror) -%}
+  {%- set staging = adapter.openmirror_staging(run_id) -%}
   {%- call statement('parquet_timestamps') -%}
     set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
   {%- endcall -%}
@@ -57,29 +65,24 @@
     {{ adapter.openmirror_write_sql(mirror, staging.uri, change_rows) }}
   {%- endcall -%}
   {%- set counts = adapter.openmirror_marker_counts(staging.uri) -%}
+  {%- set pending = adapter.openmirror_prepare(mirror, key_columns, staging, state, plan, counts, run_id) -%}
 
-  {#- 4. Publish: create-only renames into the next numbers. -#}
-  {%- set published = adapter.openmirror_publish(mirror, key_columns, staging, state, plan, counts) -%}
-
-  {#- 5. The output becomes the snapshot, recording which file it matches. -#}
+  {#- 4. The output records the number it will match, then is published and becomes the snapshot. -#}
   {%- set keep_columns = adapter.openmirror_keep_columns_sql(new_relation, plan) -%}
   {%- if keep_columns -%}
     {%- call statement('keep_dropped_columns') -%}{{ keep_columns }}{%- endcall -%}
   {%- endif -%}
   {%- call statement('record_snapshot') -%}
-    {{ adapter.openmirror_snapshot_record_sql(new_relation, mirror, published.last_sequence_number) }}
+    {{ adapter.openmirror_snapshot_record_sql(new_relation, mirror, pending) }}
   {%- endcall -%}
-  {%- if existing_relation is not none -%}
-    {{ adapter.rename_relation(existing_relation, backup_relation) }}
-  {%- endif -%}
-  {{ adapter.rename_relation(new_relation, target_relation) }}
+  {%- set published = adapter.openmirror_publish(mirror, pending, new_relation, target_relation, backup_relation) -%}
+  {%- do adapter.openmirror_release_lease(mirror) -%}
   {%- do store_result('main', response=adapter.openmirror_response(mirror, plan, counts, published.names)) -%}
 
   {{ run_hooks(post_hooks) }}
   {%- set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) -%}
   {%- do apply_grants(target_relation, grant_config, should_revoke) -%}
   {%- do persist_docs(target_relation, model) -%}
-  {{ drop_relation_if_exists(backup_relation) }}
 
   {{ return({'relations': [target_relation]}) }}
 

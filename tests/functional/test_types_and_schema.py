@@ -127,7 +127,10 @@ class TestSchemaChanges:
         run_dbt(["run"])
         assert sorted(file_markers(folder)[-1]) == [0, 1, 1]
         assert_mirror_equals(warehouse, folder, f"select id, cast(null as string) as name, score from {schema}.src")
-        assert "name" in pq.read_schema(data_files(folder)[-1]).names
+        schema_of_file = pq.read_schema(data_files(folder)[-1])
+        assert "name" in schema_of_file.names
+        # Every published data column is nullable, so the mirror's schema merge takes the omission.
+        assert [f.name for f in schema_of_file if not f.nullable] == ["__rowMarker__"]
 
         # A type change is never published in place.
         set_source(warehouse, schema, "select * from values (1, '10'), (2, null), (3, '30') as t(id, score)")
@@ -149,3 +152,23 @@ class TestSchemaChanges:
         assert results[0].adapter_response["mode"] == "rebuild"
         assert file_markers(folder) == [[0, 0]]
         assert_mirror_equals(warehouse, folder, source)
+
+    def test_ignore_keeps_the_mirrors_columns(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "evolving")
+        ignore = ["--vars", "{on_change: ignore}"]
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b') as t(id, name)")
+        run_dbt(["run", "--full-refresh"])
+        # A new column is neither published nor kept in the snapshot; changes elsewhere still are.
+        set_source(warehouse, schema, "select * from values (1, 'a', 7), (2, 'B', 8) as t(id, name, extra)")
+        run_dbt(["run", *ignore])
+        assert [sorted(m) for m in file_markers(folder)] == [[0, 0], [1]]
+        assert "extra" not in pq.read_schema(data_files(folder)[-1]).names
+        assert warehouse.columns(f"{schema}.evolving") == ["id", "name"]
+        assert_mirror_equals(warehouse, folder, f"select id, name from {schema}.src")
+        # A type change is still never published in place.
+        set_source(warehouse, schema, "select * from values (1, 5), (2, 6) as t(id, name)")
+        before = tree_digest(landing_zone)
+        results = run_dbt(["run", *ignore], expect_pass=False)
+        assert "not even with on_schema_change='ignore'" in results[0].message
+        assert tree_digest(landing_zone) == before

@@ -3,6 +3,7 @@ from dbt.adapters.openmirror.change_sql import (
     initial_load_sql,
     key_problems_sql,
     marker_counts_sql,
+    project_columns_sql,
     quote,
     row_markers,
     sql_string,
@@ -83,4 +84,10 @@ def test_snapshot_record_and_kept_columns():
     assert keep_columns_sql("s.t", []) == ""
     assert keep_columns_sql("s.t", [NAME, TAGS]) == (
         "alter table s.t add columns (`my ``odd`` name` string, `tags` array<string>)"
+    )
+
+
+def test_project_columns_copies_only_the_named_columns():
+    assert project_columns_sql("s.t__p", "s.t", ["id", "my col"]) == (
+        "create table s.t__p using parquet as select `id`, `my col` from s.t"
     )

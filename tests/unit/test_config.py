@@ -17,6 +17,14 @@ def test_defaults_follow_the_model():
     )
     assert mirror.max_rows_per_file == 0
     assert mirror.on_schema_change == "append_new_columns"
+    assert (mirror.lease_ttl_seconds, mirror.lease_wait_seconds) == (300, 0)
+
+
+def test_on_schema_change_ignore_and_lease_settings_are_accepted():
+    mirror = config(on_schema_change="ignore", lease_ttl_seconds=30, lease_wait_seconds=10)
+    assert (mirror.on_schema_change, mirror.lease_ttl_seconds, mirror.lease_wait_seconds) == (
+        "ignore", 30, 10,
+    )
 
 
 def test_mirror_schema_and_table_overrides():
@@ -45,8 +53,10 @@ def test_repeated_key_column():
         ("parquet_compression", "lz4"),
         ("change_markers", "merge"),
         ("row_marker_position", "middle"),
-        ("on_schema_change", "ignore"),
+        ("on_schema_change", "merge"),
         ("max_rows_per_file", -1),
+        ("lease_ttl_seconds", 0),
+        ("lease_wait_seconds", 1.5),
         ("max_rows_per_file", "100"),
         ("mirror_table", "../escape"),
         ("mirror_schema", "a/b"),

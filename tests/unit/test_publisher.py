@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
-from dbt.adapters.openmirror.publisher import Publisher
+from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "s.schema/t"
@@ -30,8 +30,20 @@ def stage(storage, *row_counts, marker_type=pa.int32()):
     (folder / "_SUCCESS").write_bytes(b"")
 
 
+def prepare(storage, expected_rows, last=0, rebuild=False, full_load=None, run_id="run-1"):
+    publisher = Publisher(storage)
+    state = TableFolderState(last > 0, ["id"], last)
+    full_load = (last == 0 or rebuild) if full_load is None else full_load
+    return publisher.prepare(TABLE, ["id"], STAGED, state, expected_rows, "m", run_id, full_load, rebuild)
+
+
 def publish(storage, expected_rows, last=0, rebuild=False):
-    return Publisher(storage).publish(TABLE, ["id"], STAGED, last, expected_rows, "m", rebuild)
+    pending = prepare(storage, expected_rows, last, rebuild)
+    publisher = Publisher(storage)
+    publisher.begin(pending)
+    publisher.complete(pending)
+    publisher.commit(pending)
+    return pending
 
 
 def test_first_publish_writes_metadata_then_numbered_files(storage):
@@ -75,8 +87,9 @@ def test_unexpected_last_number_publishes_nothing(storage):
     stage(storage, 1)
     publish(storage, 1)
     stage(storage, 1)
+    pending = prepare(storage, 1, last=0, full_load=False)
     with pytest.raises(PublishError, match="changed during the run"):
-        publish(storage, 1, last=0)
+        Publisher(storage).begin(pending)
     assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
 
 
@@ -127,3 +140,70 @@ def test_spark_uri_is_not_percent_encoded(tmp_path):
 def test_check_writable_leaves_nothing(storage):
     storage.check_writable("_scratchPad/dbt-openmirror/debug-1")
     assert not (storage.root / "_scratchPad/dbt-openmirror/debug-1").exists()
+
+
+def journaled_second_publish(storage, *row_counts):
+    """File 1 published; a second publish of `row_counts` staged and journaled, not renamed."""
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, *row_counts)
+    pending = prepare(storage, sum(row_counts), last=1, run_id="run-2")
+    publisher = Publisher(storage)
+    publisher.begin(pending)
+    return publisher, pending
+
+
+def _names(storage):
+    return sorted(p.name for p in (storage.root / TABLE).glob("*.parquet"))
+
+
+def test_an_incremental_run_without_rows_publishes_nothing(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, 0)
+    assert prepare(storage, 0, last=1).files == []
+
+
+def test_the_journal_lets_an_interrupted_publish_finish(storage):
+    publisher, pending = journaled_second_publish(storage, 2, 3)
+    # Stop after the first rename, and again between link and unlink of the second.
+    storage.rename_create_only(*_final(pending.files[0]))
+    staged, final = _final(pending.files[1])
+    (storage.root / final).hardlink_to(storage.root / staged)
+    state = publisher.table_state(TABLE)
+    assert state.pending == pending and state.last_sequence_number == 3
+    record = json.loads((storage.root / TABLE / "_dbt_openmirror.json").read_text())
+    assert record["lastSequenceNumber"] == 1 and record["pending"]["runId"] == "run-2"
+    publisher.complete(pending)
+    publisher.commit(pending)
+    assert _names(storage) == [f"{n:020d}.parquet" for n in (1, 2, 3)]
+    assert not (storage.root / STAGED).exists()
+    state = publisher.table_state(TABLE)
+    assert (state.pending, state.last_sequence_number) == (None, 3)
+
+
+def _final(file):
+    staged, name = file
+    return staged, f"{TABLE}/{name}"
+
+
+def test_abandoning_keeps_the_committed_number(storage):
+    publisher, pending = journaled_second_publish(storage, 2)
+    publisher.abandon(pending)
+    state = publisher.table_state(TABLE)
+    assert (state.pending, state.last_sequence_number) == (None, 1)
+    assert not (storage.root / STAGED).exists() and _names(storage) == ["00000000000000000001.parquet"]
+
+
+def test_a_different_file_under_a_pending_number_is_refused(storage):
+    publisher, pending = journaled_second_publish(storage, 2)
+    (storage.root / TABLE / pending.names[0]).write_bytes(b"someone else")
+    with pytest.raises(PublishError, match="differs from the staged"):
+        publisher.complete(pending)
+    assert (storage.root / TABLE / pending.names[0]).read_bytes() == b"someone else"
+
+
+def test_a_second_journal_entry_is_refused(storage):
+    _, pending = journaled_second_publish(storage, 2)
+    with pytest.raises(PublishError, match="changed during the run"):
+        Publisher(storage).begin(pending)

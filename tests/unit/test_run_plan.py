@@ -8,6 +8,7 @@ from dbt.adapters.openmirror.run_plan import (
     REBUILD,
     SnapshotRecord,
     plan_run,
+    snapshot_properties,
     snapshot_record,
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
@@ -65,6 +66,8 @@ def test_schema_rebuild_under_sync_all_columns():
 
 def test_snapshot_record_from_table_properties():
     properties = {"openmirror.table_folder": FOLDER, "openmirror.sequence_number": "12", "x": "y"}
-    assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12)
+    assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12, None)
+    properties = snapshot_properties(FOLDER, 12, "run-7")
+    assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12, "run-7")
     assert snapshot_record({"openmirror.table_folder": FOLDER}) is None
     assert snapshot_record({"openmirror.table_folder": FOLDER, "openmirror.sequence_number": "x"}) is None

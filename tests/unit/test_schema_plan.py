@@ -62,3 +62,14 @@ def test_sync_all_columns_rebuilds(after, reason):
 def test_sync_all_columns_appends_new_columns_in_place():
     plan = plan_schema("m", [ID], [ID, SCORE], "sync_all_columns")
     assert plan.rebuild_reason is None and plan.added == [SCORE]
+
+
+def test_ignore_keeps_the_old_columns():
+    plan = plan_schema("m", [ID, NAME], [ID, SCORE], "ignore")
+    assert plan.columns == [ID] and plan.ignored == [SCORE] and plan.kept == [NAME]
+    assert not plan.added and plan.rebuild_reason is None
+
+
+def test_ignore_never_publishes_a_type_change():
+    with pytest.raises(SchemaChangeError, match="not even with on_schema_change='ignore'"):
+        plan_schema("m", [ID, SCORE], [ID, ColumnSpec("score", "string")], "ignore")

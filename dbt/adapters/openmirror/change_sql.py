@@ -151,3 +151,8 @@ def marker_counts_sql(uri: str) -> str:
         f"select {quote(ROW_MARKER)} as marker, count(*) as row_count\n"
         f"from parquet.{quote(uri)} group by {quote(ROW_MARKER)}"
     )
+
+
+def project_columns_sql(target: str, source: str, columns: Sequence[str]) -> str:
+    """A copy of `source` with only `columns` (Parquet tables cannot drop columns in place)."""
+    return f"create table {target} using parquet as select {', '.join(quote(c) for c in columns)} from {source}"

@@ -9,7 +9,8 @@ from dbt.adapters.openmirror.landing_zone import folder_name_problem, table_fold
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
 ROW_MARKER_POSITIONS = ("last", "first")
-ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns")
+ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", "ignore")
+DEFAULT_LEASE_TTL_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class MirrorConfig:
     row_marker_position: str = "last"
     max_rows_per_file: int = 0
     on_schema_change: str = "append_new_columns"
+    lease_ttl_seconds: int = DEFAULT_LEASE_TTL_SECONDS
+    lease_wait_seconds: int = 0
 
     @property
     def table_folder(self) -> str:
@@ -65,12 +68,12 @@ def _folder_name(model: str, setting: str, value: str) -> str:
     return value
 
 
-def _max_rows_per_file(model: str, value: Any) -> int:
+def _whole_number(model: str, name: str, value: Any, default: int, minimum: int) -> int:
     if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise MirrorConfigError(
-            f"Model '{model}': max_rows_per_file must be a positive whole number, got {value!r}"
+            f"Model '{model}': {name} must be a whole number of at least {minimum}, got {value!r}"
         )
     return value
 
@@ -92,6 +95,10 @@ def mirror_config(
         parquet_compression=_choice(model, config, "parquet_compression", COMPRESSIONS),
         change_markers=_choice(model, config, "change_markers", CHANGE_MARKERS),
         row_marker_position=_choice(model, config, "row_marker_position", ROW_MARKER_POSITIONS),
-        max_rows_per_file=_max_rows_per_file(model, config.get("max_rows_per_file")),
+        max_rows_per_file=_whole_number(model, "max_rows_per_file", config.get("max_rows_per_file"), 0, 0),
         on_schema_change=_choice(model, config, "on_schema_change", ON_SCHEMA_CHANGE),
+        lease_ttl_seconds=_whole_number(
+            model, "lease_ttl_seconds", config.get("lease_ttl_seconds"), DEFAULT_LEASE_TTL_SECONDS, 1
+        ),
+        lease_wait_seconds=_whole_number(model, "lease_wait_seconds", config.get("lease_wait_seconds"), 0, 0),
     )

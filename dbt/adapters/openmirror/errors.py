@@ -29,3 +29,7 @@ class PublishError(OpenMirrorError):
 
 class TargetExistsError(PublishError):
     """A create-only write found its target already present: a number is never overwritten."""
+
+
+class LeaseHeldError(PublishError):
+    """Another run publishes the same table folder now (or took over this run's lease)."""

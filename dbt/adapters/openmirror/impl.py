@@ -4,9 +4,10 @@ Each helper takes plain values and delegates to a module of one concern; the Jin
 materialization only sequences them.
 """
 
+import threading
 import uuid
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
@@ -19,7 +20,14 @@ from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.keys import raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, scratch_path
-from dbt.adapters.openmirror.publisher import PublishedFiles, Publisher, TableFolderState
+from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
+from dbt.adapters.openmirror.publisher import (
+    PendingPublish,
+    PublishedFiles,
+    Publisher,
+    TableFolderState,
+)
+from dbt.adapters.openmirror.recovery import ABANDON, DISCARD, ROLL_FORWARD, decide
 from dbt.adapters.openmirror.response import OpenMirrorResponse, publish_response
 from dbt.adapters.openmirror.run_plan import (
     INCREMENTAL,
@@ -32,6 +40,7 @@ from dbt.adapters.openmirror.run_plan import (
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
 from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
+from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 
 logger = AdapterLogger("OpenMirror")
 
@@ -43,13 +52,31 @@ def _column_specs(columns: Sequence[Any]) -> List[ColumnSpec]:
 class OpenMirrorAdapter(SparkAdapter):
     ConnectionManager = OpenMirrorConnectionManager
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Leases held per thread (dbt runs models in threads), released when the model ends.
+        self._leases: Dict[int, List[Tuple[Lease, Heartbeat]]] = {}
+        self._leases_lock = threading.Lock()
+
+    @cached_property
+    def fault_injector(self) -> Optional[FaultInjector]:
+        """Test tool only (storage/faults.py): None unless the environment asks for faults."""
+        return FaultInjector.from_environment()
+
     @cached_property
     def landing_zone(self) -> LandingZoneStorage:
-        return open_landing_zone(self.config.credentials.landing_zone)
+        storage = open_landing_zone(self.config.credentials.landing_zone)
+        if self.fault_injector is not None:
+            return FaultInjectingStorage(storage, self.fault_injector)
+        return storage
 
     @cached_property
     def publisher(self) -> Publisher:
         return Publisher(self.landing_zone)
+
+    @cached_property
+    def leases(self) -> LeaseManager:
+        return LeaseManager(self.landing_zone)
 
     def debug_query(self) -> None:
         super().debug_query()
@@ -60,6 +87,106 @@ class OpenMirrorAdapter(SparkAdapter):
             raise LandingZoneConfigError(
                 f"landing zone {self.landing_zone.location} is not writable: {exc}"
             ) from exc
+
+    # -- one publisher per table: lease and recovery -----------------------------------------
+
+    @available
+    def openmirror_run_id(self) -> str:
+        return f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}"
+
+    @available
+    def openmirror_acquire_lease(self, mirror: MirrorConfig, run_id: str) -> None:
+        lease = self.leases.acquire(
+            mirror.table_folder, run_id, mirror.model, mirror.lease_ttl_seconds,
+            mirror.lease_wait_seconds,
+        )
+        if lease.taken_from is not None:
+            logger.warning(
+                f"Model '{mirror.model}': took over the lease on {mirror.table_folder} from "
+                f"{lease.taken_from.describe()}, which is no longer running"
+            )
+        heartbeat = Heartbeat(
+            self.leases, lease, mirror.lease_ttl_seconds,
+            lambda exc: logger.warning(f"Model '{mirror.model}': could not renew its lease: {exc}"),
+        )
+        with self._leases_lock:
+            self._leases.setdefault(threading.get_ident(), []).append((lease, heartbeat))
+
+    def _held_lease(self, mirror: MirrorConfig) -> Lease:
+        with self._leases_lock:
+            for lease, _ in self._leases.get(threading.get_ident(), []):
+                if lease.table_folder == mirror.table_folder:
+                    return lease
+        raise LandingZoneConfigError(f"Model '{mirror.model}': publishing without a lease")
+
+    @available
+    def openmirror_release_lease(self, mirror: MirrorConfig) -> None:
+        self._release_leases(lambda lease: lease.table_folder == mirror.table_folder)
+
+    def _release_leases(self, which) -> None:
+        with self._leases_lock:
+            held = self._leases.get(threading.get_ident(), [])
+            released = [(lease, beat) for lease, beat in held if which(lease)]
+            held[:] = [entry for entry in held if entry not in released]
+        for lease, heartbeat in released:
+            heartbeat.stop()
+            try:
+                self.leases.release(lease)
+            except Exception as exc:  # it expires on its own; the run's own error matters more
+                logger.warning(f"could not release the lease on {lease.table_folder}: {exc}")
+
+    def release_connection(self) -> None:
+        # dbt releases the connection when a model ends, also when it failed: free its leases.
+        self._release_leases(lambda lease: True)
+        super().release_connection()
+
+    def _relation_run_id(self, relation: Any) -> Optional[str]:
+        if self.get_relation(relation.database, relation.schema, relation.identifier) is None:
+            return None
+        record = self.openmirror_snapshot_record(relation)
+        return record.run_id if record else None
+
+    @available
+    def openmirror_recover(
+        self, mirror: MirrorConfig, target_relation: Any, new_relation: Any, backup_relation: Any
+    ) -> None:
+        """Finish or discard a publish an interrupted run left journaled, and its leftovers."""
+        lease = self._held_lease(mirror)
+        pending = self.publisher.table_state(mirror.table_folder).pending
+        if pending is not None:
+            recovery = decide(
+                pending,
+                self.publisher.published_names(mirror.table_folder),
+                set(self.landing_zone.list_names(pending.staged_folder)),
+                self._relation_run_id(target_relation),
+                self._relation_run_id(new_relation),
+            )
+            logger.warning(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
+            if recovery.action == ROLL_FORWARD:
+                self.leases.check_held(lease)
+                self.publisher.complete(pending)
+                if recovery.promote:
+                    self._replace_snapshot(new_relation, target_relation, backup_relation)
+                self.publisher.commit(pending)
+            elif recovery.action in (DISCARD, ABANDON):
+                self.publisher.abandon(pending)
+        if lease.taken_from is not None:
+            self.publisher.discard(scratch_path(lease.taken_from.run_id))
+
+    def _replace_snapshot(self, new_relation: Any, target_relation: Any, backup_relation: Any) -> None:
+        """The new output becomes `{{ this }}`; the old one is dropped."""
+        existing = self.get_relation(
+            target_relation.database, target_relation.schema, target_relation.identifier
+        )
+        if existing is not None:
+            if self.get_relation(backup_relation.database, backup_relation.schema, backup_relation.identifier):
+                self.drop_relation(backup_relation)
+            self.rename_relation(existing, backup_relation)
+            if self.fault_injector is not None:
+                self.fault_injector.checkpoint(f"rename snapshot {new_relation} -> {target_relation}")
+        self.rename_relation(new_relation, target_relation)
+        if existing is not None:
+            self.drop_relation(backup_relation)
 
     # -- configuration and checks -------------------------------------------------------------
 
@@ -92,8 +219,9 @@ class OpenMirrorAdapter(SparkAdapter):
         return snapshot_record({str(row[0]): str(row[1]) for row in rows})
 
     @available
-    def openmirror_snapshot_record_sql(self, relation: Any, mirror: MirrorConfig, sequence_number: int) -> str:
-        properties = snapshot_properties(mirror.table_folder, sequence_number)
+    def openmirror_snapshot_record_sql(self, relation: Any, mirror: MirrorConfig, pending: PendingPublish) -> str:
+        """The new output records the number it will match and the run that publishes it."""
+        properties = snapshot_properties(mirror.table_folder, pending.last_sequence_number, pending.run_id)
         return change_sql.snapshot_record_sql(str(relation), properties)
 
     @available
@@ -137,8 +265,20 @@ class OpenMirrorAdapter(SparkAdapter):
         )
 
     @available
-    def openmirror_staging(self, mirror: MirrorConfig) -> Dict[str, str]:
-        run_id = f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}"
+    def openmirror_drop_ignored_columns(self, relation: Any, plan: RunPlan) -> None:
+        """With on_schema_change='ignore' the snapshot keeps only the published columns."""
+        if not plan.schema.ignored:
+            return
+        ignored = {c.name.lower() for c in plan.schema.ignored}
+        columns = [c for c in self.get_columns_in_relation(relation) if c.column.lower() not in ignored]
+        projected = relation.incorporate(path={"identifier": f"{relation.identifier}__om_projected"})
+        self.drop_relation(projected)
+        self.execute(change_sql.project_columns_sql(str(projected), str(relation), [c.column for c in columns]))
+        self.drop_relation(relation)
+        self.rename_relation(projected, relation)
+
+    @available
+    def openmirror_staging(self, run_id: str) -> Dict[str, str]:
         path = scratch_path(run_id)
         return {"path": path, "uri": self.landing_zone.spark_uri(path)}
 
@@ -156,7 +296,7 @@ class OpenMirrorAdapter(SparkAdapter):
     # -- publishing ---------------------------------------------------------------------------
 
     @available
-    def openmirror_publish(
+    def openmirror_prepare(
         self,
         mirror: MirrorConfig,
         key_columns: List[str],
@@ -164,26 +304,43 @@ class OpenMirrorAdapter(SparkAdapter):
         state: TableFolderState,
         plan: RunPlan,
         counts: Dict[int, int],
-    ) -> PublishedFiles:
-        """Publish the staged files; an incremental run without changes publishes nothing."""
-        rows = sum(counts.values())
-        if plan.mode == INCREMENTAL and rows == 0:
-            self.publisher.discard(staging["path"])
-            return PublishedFiles([], 0, state.last_sequence_number)
+        run_id: str,
+    ) -> PendingPublish:
+        """Which staged file becomes which number; nothing is published yet."""
         try:
-            return self.publisher.publish(
-                mirror.table_folder,
-                key_columns,
-                staging["path"],
-                expected_last_sequence_number=state.last_sequence_number,
-                expected_rows=rows,
-                model=mirror.model,
-                rebuild=plan.mode == REBUILD,
+            return self.publisher.prepare(
+                mirror.table_folder, key_columns, staging["path"], state, sum(counts.values()),
+                mirror.model, run_id, full_load=plan.mode != INCREMENTAL, rebuild=plan.mode == REBUILD,
             )
         except Exception:
-            # Whatever was not renamed into place is not published: leave no staged copy.
             self.publisher.discard(staging["path"])
             raise
+
+    @available
+    def openmirror_publish(
+        self, mirror: MirrorConfig, pending: PendingPublish, new_relation: Any,
+        target_relation: Any, backup_relation: Any,
+    ) -> PublishedFiles:
+        """Journal, rename into place, make the output the snapshot, commit.
+
+        A failure before the journal entry discards the staged files; after it, everything is left
+        for the next run's recovery to finish (see recovery.py).
+        """
+        try:
+            self.leases.check_held(self._held_lease(mirror))
+            if pending.files:
+                self.publisher.begin(pending)
+        except Exception:
+            self.publisher.discard(pending.staged_folder)
+            raise
+        if pending.files:
+            self.publisher.complete(pending)
+        self._replace_snapshot(new_relation, target_relation, backup_relation)
+        if pending.files:
+            self.publisher.commit(pending)
+        else:
+            self.publisher.discard(pending.staged_folder)
+        return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
 
     @available
     def openmirror_keep_columns_sql(self, relation: Any, plan: RunPlan) -> str:

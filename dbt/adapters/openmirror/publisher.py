@@ -1,10 +1,17 @@
-"""Moves staged change files into a table folder: metadata first, then the next numbers, then
-our durable record. Only file names, footers and small JSON files pass through this process."""
+"""Moves staged change files into a table folder, exactly once.
+
+A publish is journaled in the table folder's record `_dbt_openmirror.json`: `begin` writes the
+run's plan (which staged file becomes which number) as `pending`, `complete` writes
+`_metadata.json` if missing and does the create-only renames, `commit` clears `pending` and
+advances `lastSequenceNumber`. Every step can be repeated after a crash, so a later run finishes
+(or discards) what an interrupted one started; see `recovery.py`. Only file names, footers and
+small JSON files pass through this process.
+"""
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow.parquet as pq
 
@@ -23,12 +30,86 @@ from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 
 @dataclass(frozen=True)
+class PendingPublish:
+    """One run's publish, from the moment it is journaled until it is committed."""
+
+    run_id: str
+    model: str
+    table_folder: str
+    key_columns: List[str]
+    base_sequence_number: int
+    rebuild: bool
+    staged_folder: str
+    #: (staged path, final file name), in publishing order.
+    files: List[Tuple[str, str]]
+    rows: int
+
+    @property
+    def last_sequence_number(self) -> int:
+        return self.base_sequence_number + len(self.files)
+
+    @property
+    def names(self) -> List[str]:
+        return [name for _, name in self.files]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "runId": self.run_id, "baseSequenceNumber": self.base_sequence_number,
+            "rebuild": self.rebuild, "stagedFolder": self.staged_folder, "rows": self.rows,
+            "files": [{"staged": staged, "name": name} for staged, name in self.files],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], record: "PublishRecord", table_folder: str) -> "PendingPublish":
+        return cls(
+            run_id=str(data["runId"]), model=record.model, table_folder=table_folder,
+            key_columns=list(record.key_columns), base_sequence_number=int(data["baseSequenceNumber"]),
+            rebuild=bool(data["rebuild"]), staged_folder=str(data["stagedFolder"]),
+            files=[(str(f["staged"]), str(f["name"])) for f in data["files"]], rows=int(data["rows"]),
+        )
+
+
+@dataclass(frozen=True)
+class PublishRecord:
+    """`_dbt_openmirror.json`: the last committed publish, and the one in flight if any."""
+
+    last_sequence_number: int
+    key_columns: List[str]
+    model: str
+    run_id: Optional[str] = None
+    files: List[str] = field(default_factory=list)
+    published_at: Optional[str] = None
+    pending: Optional[Dict[str, Any]] = None
+
+    def to_json(self) -> str:
+        document = {
+            "lastSequenceNumber": self.last_sequence_number, "lastRunId": self.run_id,
+            "lastFiles": self.files, "keyColumns": self.key_columns, "model": self.model,
+            "publishedAt": self.published_at,
+        }
+        if self.pending is not None:
+            document["pending"] = self.pending
+        return json.dumps(document, indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "PublishRecord":
+        data = json.loads(text)
+        return cls(
+            last_sequence_number=int(data["lastSequenceNumber"]),
+            key_columns=list(data.get("keyColumns") or []), model=str(data.get("model", "")),
+            run_id=data.get("lastRunId"), files=list(data.get("lastFiles") or []),
+            published_at=data.get("publishedAt"), pending=data.get("pending"),
+        )
+
+
+@dataclass(frozen=True)
 class TableFolderState:
-    """What a table folder holds, as far as numbering and keys go."""
+    """What a table folder holds, as far as numbering, keys and unfinished publishes go."""
 
     exists: bool
     key_columns: Optional[List[str]]
     last_sequence_number: int
+    pending: Optional[PendingPublish] = None
 
 
 @dataclass(frozen=True)
@@ -44,34 +125,52 @@ class PublishedFiles:
     last_sequence_number: int
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 class Publisher:
     def __init__(self, storage: LandingZoneStorage) -> None:
         self.storage = storage
 
-    def table_state(self, table_folder: str) -> TableFolderState:
-        names = self.storage.list_names(table_folder)
-        if not names:
-            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
-        metadata = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
-        where = f"{self.storage.location}/{table_folder}/{METADATA_FILE}"
-        keys = key_columns_from_metadata(metadata, where) if metadata is not None else None
-        found = highest_sequence_number(names)
-        for folder in PROCESSED_FOLDERS:
-            found = max(found, highest_sequence_number(self.storage.list_names(f"{table_folder}/{folder}")))
-        # The service purges processed files after a while; our record still knows the number.
-        return TableFolderState(True, keys, max(found, self._recorded_sequence_number(table_folder)))
+    # -- reading the table folder ---------------------------------------------------------------
 
-    def _recorded_sequence_number(self, table_folder: str) -> int:
+    def read_record(self, table_folder: str) -> Optional[PublishRecord]:
         text = self.storage.read_text(f"{table_folder}/{PUBLISH_RECORD_FILE}")
         if text is None:
-            return 0
+            return None
         try:
-            return int(json.loads(text)["lastSequenceNumber"])
+            return PublishRecord.from_json(text)
         except (ValueError, KeyError, TypeError) as exc:
             raise PublishError(
                 f"{self.storage.location}/{table_folder}/{PUBLISH_RECORD_FILE} is damaged ({exc}); "
                 "run with --full-refresh to rebuild the table"
             ) from exc
+
+    def published_names(self, table_folder: str) -> Set[str]:
+        """Names in the table folder and in the folders the service moves processed files to."""
+        names = set(self.storage.list_names(table_folder))
+        for folder in PROCESSED_FOLDERS:
+            names.update(self.storage.list_names(f"{table_folder}/{folder}"))
+        return names
+
+    def table_state(self, table_folder: str) -> TableFolderState:
+        if not self.storage.list_names(table_folder):
+            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
+        metadata = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
+        where = f"{self.storage.location}/{table_folder}/{METADATA_FILE}"
+        keys = key_columns_from_metadata(metadata, where) if metadata is not None else None
+        found = highest_sequence_number(sorted(self.published_names(table_folder)))
+        record = self.read_record(table_folder)
+        if record is None:
+            return TableFolderState(True, keys, found)
+        pending = (
+            PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
+        )
+        # The service purges processed files after a while; our record still knows the number.
+        return TableFolderState(True, keys, max(found, record.last_sequence_number), pending)
+
+    # -- checking what Spark staged ---------------------------------------------------------------
 
     def staged_files(self, staged_folder: str) -> List[StagedFile]:
         """The Parquet files Spark wrote, in name order, each checked by its footer."""
@@ -96,20 +195,20 @@ class Publisher:
             raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
         return metadata.num_rows
 
-    def publish(
+    def prepare(
         self,
         table_folder: str,
         key_columns: Sequence[str],
         staged_folder: str,
-        expected_last_sequence_number: int,
+        state: TableFolderState,
         expected_rows: int,
         model: str,
-        rebuild: bool = False,
-    ) -> PublishedFiles:
-        """Publish the staged files as the next numbers of `table_folder`.
-
-        With `rebuild`, the folder is deleted first and numbering restarts at 1.
-        """
+        run_id: str,
+        full_load: bool,
+        rebuild: bool,
+    ) -> PendingPublish:
+        """Which staged file becomes which number. An incremental run without changes publishes
+        nothing; a full load always publishes at least one file so the table exists."""
         staged = self.staged_files(staged_folder)
         staged_rows = sum(f.rows for f in staged)
         if staged_rows != expected_rows or not staged:
@@ -117,46 +216,90 @@ class Publisher:
                 f"Model '{model}': staged files in {staged_folder} hold "
                 f"{staged_rows} rows in {len(staged)} files, Spark counted {expected_rows}"
             )
-        if rebuild:
-            self.storage.delete_folder(table_folder)
-            expected_last_sequence_number = 0
-        state = self.table_state(table_folder)
-        if state.last_sequence_number != expected_last_sequence_number:
+        if full_load:
+            # Empty files add nothing; one is kept only so an empty model still creates its table.
+            to_publish = [f for f in staged if f.rows] or staged[:1]
+        else:
+            to_publish = [f for f in staged if f.rows]
+        base = 0 if rebuild else state.last_sequence_number
+        files = [
+            (f.path, data_file_name(number))
+            for number, f in enumerate(to_publish, start=base + 1)
+        ]
+        return PendingPublish(
+            run_id, model, table_folder, list(key_columns), base, rebuild, staged_folder, files,
+            expected_rows,
+        )
+
+    # -- publishing: begin, complete, commit ------------------------------------------------------
+
+    def begin(self, pending: PendingPublish) -> None:
+        """Journal the publish; for a rebuild, delete the table folder first."""
+        folder = pending.table_folder
+        if pending.rebuild:
+            self.storage.delete_folder(folder)
+        state = self.table_state(folder)
+        if state.pending is not None or state.last_sequence_number != pending.base_sequence_number:
             raise PublishError(
-                f"Model '{model}': {table_folder} changed during the run (last number "
-                f"{state.last_sequence_number}, expected {expected_last_sequence_number}); "
+                f"Model '{pending.model}': {folder} changed during the run (last number "
+                f"{state.last_sequence_number}, expected {pending.base_sequence_number}); "
                 "was it published by another run? Nothing was published."
             )
-        if state.key_columns is None:
+        previous = self.read_record(folder)
+        committed = previous or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
+        journaled = replace(
+            committed, last_sequence_number=pending.base_sequence_number,
+            key_columns=list(pending.key_columns), model=pending.model, pending=pending.to_dict(),
+        )
+        self.storage.write_text(f"{folder}/{PUBLISH_RECORD_FILE}", journaled.to_json(), create_only=False)
+
+    def complete(self, pending: PendingPublish) -> None:
+        """Metadata, then every file not yet in place. Safe to repeat after a crash."""
+        folder = pending.table_folder
+        if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
             # Written before any data file, so the first file is never read as insert-only.
             self.storage.write_text(
-                f"{table_folder}/{METADATA_FILE}", metadata_json(key_columns), create_only=True
+                f"{folder}/{METADATA_FILE}", metadata_json(pending.key_columns), create_only=True
             )
-        # Empty files add nothing; one is kept only so an empty model still creates its table.
-        to_publish = [f for f in staged if f.rows] or staged[:1]
-        names = []
-        for number, staged_file in enumerate(to_publish, start=state.last_sequence_number + 1):
-            name = data_file_name(number)
-            self.storage.rename_create_only(staged_file.path, f"{table_folder}/{name}")
-            names.append(name)
-        last = state.last_sequence_number + len(names)
-        self._record(table_folder, model, key_columns, last, names)
-        self.storage.delete_folder(staged_folder)
-        return PublishedFiles(names, expected_rows, last)
+        present = self.published_names(folder)
+        staged_names = set(self.storage.list_names(pending.staged_folder))
+        for staged_path, name in pending.files:
+            staged_name = staged_path.rsplit("/", 1)[-1]
+            if name not in present:
+                self.storage.rename_create_only(staged_path, f"{folder}/{name}")
+            elif staged_name in staged_names:
+                # Stopped between linking the final name and unlinking the staged one.
+                self._check_same_size(staged_path, f"{folder}/{name}", pending.model)
+                self.storage.delete_file(staged_path)
 
-    def _record(
-        self, table_folder: str, model: str, key_columns: Sequence[str], last: int, names: List[str]
-    ) -> None:
-        record = {
-            "lastSequenceNumber": last,
-            "lastFiles": names,
-            "keyColumns": list(key_columns),
-            "model": model,
-            "publishedAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-        self.storage.write_text(
-            f"{table_folder}/{PUBLISH_RECORD_FILE}", json.dumps(record, indent=2) + "\n", create_only=False
+    def _check_same_size(self, staged_path: str, final_path: str, model: str) -> None:
+        if final_path.rsplit("/", 1)[-1] not in self.storage.list_names(final_path.rsplit("/", 1)[0]):
+            return  # already moved on by the service
+        if self.storage.size(staged_path) != self.storage.size(final_path):
+            raise PublishError(
+                f"Model '{model}': {final_path} exists but differs from the staged {staged_path}; "
+                "another writer used this number. Run with --full-refresh to rebuild the table."
+            )
+
+    def commit(self, pending: PendingPublish) -> None:
+        record = PublishRecord(
+            pending.last_sequence_number, list(pending.key_columns), pending.model,
+            pending.run_id, pending.names, _now(),
         )
+        self.storage.write_text(
+            f"{pending.table_folder}/{PUBLISH_RECORD_FILE}", record.to_json(), create_only=False
+        )
+        self.storage.delete_folder(pending.staged_folder)
+
+    def abandon(self, pending: PendingPublish) -> None:
+        """Forget a publish that cannot be finished: the record keeps its committed number."""
+        record = self.read_record(pending.table_folder)
+        if record is not None:
+            self.storage.write_text(
+                f"{pending.table_folder}/{PUBLISH_RECORD_FILE}",
+                replace(record, pending=None).to_json(), create_only=False,
+            )
+        self.storage.delete_folder(pending.staged_folder)
 
     def discard(self, staged_folder: str) -> None:
         self.storage.delete_folder(staged_folder)

@@ -12,12 +12,14 @@ INITIAL, INCREMENTAL, REBUILD = "initial", "incremental", "rebuild"
 # Table properties on the snapshot table `{{ this }}`: which folder and number it matches.
 SNAPSHOT_TABLE_FOLDER = "openmirror.table_folder"
 SNAPSHOT_SEQUENCE_NUMBER = "openmirror.sequence_number"
+SNAPSHOT_RUN_ID = "openmirror.run_id"
 
 
 @dataclass(frozen=True)
 class SnapshotRecord:
     table_folder: str
     sequence_number: int
+    run_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,12 @@ class RunPlan:
     schema: SchemaPlan
 
 
-def snapshot_properties(table_folder: str, sequence_number: int) -> Dict[str, str]:
-    return {SNAPSHOT_TABLE_FOLDER: table_folder, SNAPSHOT_SEQUENCE_NUMBER: str(int(sequence_number))}
+def snapshot_properties(table_folder: str, sequence_number: int, run_id: str) -> Dict[str, str]:
+    return {
+        SNAPSHOT_TABLE_FOLDER: table_folder,
+        SNAPSHOT_SEQUENCE_NUMBER: str(int(sequence_number)),
+        SNAPSHOT_RUN_ID: run_id,
+    }
 
 
 def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
@@ -37,7 +43,7 @@ def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
     number = properties.get(SNAPSHOT_SEQUENCE_NUMBER)
     if folder is None or number is None or not str(number).isdigit():
         return None
-    return SnapshotRecord(folder, int(number))
+    return SnapshotRecord(folder, int(number), properties.get(SNAPSHOT_RUN_ID))
 
 
 def check_key_columns(model: str, declared: Optional[List[str]], key_columns: Sequence[str]) -> None:

@@ -31,6 +31,9 @@ class SchemaPlan:
     kept: List[ColumnSpec] = field(default_factory=list)
     #: Columns the model returns for the first time.
     added: List[ColumnSpec] = field(default_factory=list)
+    #: Columns the model returns for the first time but does not publish (on_schema_change
+    #: 'ignore'); the snapshot drops them too.
+    ignored: List[ColumnSpec] = field(default_factory=list)
     #: Set when the change cannot be published in place and the table is rebuilt instead.
     rebuild_reason: Optional[str] = None
 
@@ -82,8 +85,11 @@ def plan_schema(
     if retyped:
         raise SchemaChangeError(
             f"Model '{model}': {_describe(retyped)}. The mirror stops replicating a table whose "
-            "column type changes, so this is not published in place. Run with --full-refresh to "
-            "rebuild the mirrored table, or set on_schema_change='sync_all_columns' to rebuild "
-            "automatically."
+            "column type changes, so this is not published in place (not even with "
+            "on_schema_change='ignore'). Run with --full-refresh to rebuild the mirrored table, or "
+            "set on_schema_change='sync_all_columns' to rebuild automatically."
         )
+    if on_schema_change == "ignore":
+        published = [c for c in current if c.name.lower() in by_name]
+        return SchemaPlan(columns=published, kept=removed, ignored=added)
     return SchemaPlan(columns=list(current), kept=removed, added=added)

@@ -41,6 +41,10 @@ class LandingZoneStorage(ABC):
     def size(self, path: str) -> int: ...
 
     @abstractmethod
+    def delete_file(self, path: str) -> None:
+        """Delete one file; nothing happens when it does not exist."""
+
+    @abstractmethod
     def delete_folder(self, folder: str) -> None:
         """Delete a folder and everything in it; nothing happens when it does not exist."""
 

@@ -74,6 +74,9 @@ class LocalStorage(LandingZoneStorage):
     def size(self, path: str) -> int:
         return self._resolve(path).stat().st_size
 
+    def delete_file(self, path: str) -> None:
+        self._resolve(path).unlink(missing_ok=True)
+
     def delete_folder(self, folder: str) -> None:
         resolved = self._resolve(folder)
         if resolved.exists():

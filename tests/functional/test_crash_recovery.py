@@ -1,0 +1,147 @@
+"""Crash-point sweeps: a run fails at each landing-zone operation in turn (storage/faults.py),
+the next `dbt run` recovers, and an independent replay of the table folder must equal the model
+output with continuous numbering, no journal left open and nothing left staged."""
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import List
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
+from tests.functional.mirror import findings_for, model_output, normalized, set_source, table_folder
+from tests.mirror_oracle import data_files, replay
+
+MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2,
+          on_schema_change=var('on_change', 'append_new_columns')) }}
+select * from {{ target.schema }}.src
+"""
+
+# Alternating between these changes 5 rows each way (2 updates, 1 delete, 2 inserts), so every
+# incremental run publishes 3 files of at most 2 rows.
+STATE_A = "select * from values (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40), (5, 'e', 50), (6, 'f', 60) as t(id, name, amount)"
+STATE_B = "select * from values (1, 'a', 11), (2, 'B', 20), (4, 'd', 40), (5, 'e', 50), (6, 'f', 60), (7, 'g', 70), (8, 'h', 80) as t(id, name, amount)"
+
+
+@dataclass
+class SweepReport:
+    scenario: str
+    crash_points: int = 0
+    runs: int = 0
+    failed_runs: int = 0
+    divergences: List[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"{self.scenario}: {self.crash_points} crash points, {self.runs} dbt runs "
+                f"({self.failed_runs} failed at the fault), {len(self.divergences)} divergences")
+
+
+def _run(args, fail_at=None, log=None):
+    env = {FAIL_AT: str(fail_at)} if fail_at is not None else {}
+    if log is not None:
+        env[FAULT_LOG] = str(log)
+    old = {k: os.environ.get(k) for k in (FAIL_AT, FAULT_LOG)}
+    os.environ.update(env)
+    try:
+        return run_dbt(list(args), expect_pass=None)
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _divergence(project, warehouse, landing_zone, table) -> str:
+    """'' when the table folder replays to exactly the model output, else what differs."""
+    folder = table_folder(landing_zone, project.test_schema, table)
+    expected = model_output(warehouse, f"select * from {project.test_schema}.src")
+    columns = list(expected[0]) if expected else []
+    mirrored = normalized([{c: row.get(c) for c in columns} for row in replay(folder)])
+    numbers = [int(p.name[:20]) for p in data_files(folder)]
+    record = json.loads((folder / "_dbt_openmirror.json").read_text())
+    staged = [p.name for p in (landing_zone / "_scratchPad" / "dbt-openmirror").iterdir()
+              if p.name != "leases"]
+    problems = [
+        "mirror != model output" if mirrored != expected else "",
+        f"numbers {numbers}" if numbers != list(range(1, len(numbers) + 1)) else "",
+        "journal still pending" if "pending" in record else "",
+        f"staged leftovers {staged}" if staged else "",
+        "; ".join(findings_for(landing_zone, folder)),
+    ]
+    return "; ".join(p for p in problems if p)
+
+
+def crash_points(operations: int, every_point: bool) -> List[int]:
+    """Every operation, or every third one plus the last two (the commit and lease release)."""
+    if every_point:
+        return list(range(1, operations + 1))
+    return sorted(set(range(1, operations + 1, 3)) | {operations - 1, operations})
+
+
+def sweep(project, warehouse, landing_zone, tmp_path, scenario, states, args, every_point) -> SweepReport:
+    """Publish `states` in turn; for each, first crash at operation N (N = 1, 2, ...), then let
+    the next run recover. One fault-free run first counts the operations of such a run."""
+    report = SweepReport(scenario)
+    set_source(warehouse, project.test_schema, states[0])
+    assert _run([*args, "--full-refresh"] if "--full-refresh" not in args else args)[0].status == "success"
+    log = tmp_path / f"{scenario}.log"
+    set_source(warehouse, project.test_schema, states[1])
+    assert _run(args, fail_at=0, log=log)[0].status == "success"
+    operations = len(log.read_text().splitlines())
+    assert operations >= 5, log.read_text()
+    for point in crash_points(operations, every_point):
+        set_source(warehouse, project.test_schema, states[(point + 1) % len(states)])
+        crashed = _run(args, fail_at=point)
+        recovered = _run(args)
+        report.crash_points += 1
+        report.runs += 2
+        # A fault in the final lease release is logged, not raised: that run succeeds.
+        report.failed_runs += crashed[0].status == "error"
+        problem = "" if recovered[0].status == "success" else f"recovery failed: {recovered[0].message}"
+        problem += _divergence(project, warehouse, landing_zone, "customers")
+        if problem:
+            report.divergences.append(f"crash point {point}: {problem}")
+    print(report.line())
+    return report
+
+
+class TestCrashPointSweep:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    @pytest.fixture
+    def every_point(self, request):
+        return request.config.getoption("--crash-points") == "all"
+
+    def test_multi_file_publish(self, project, warehouse, landing_zone, tmp_path):
+        report = sweep(project, warehouse, landing_zone, tmp_path, "multi-file publish",
+                       [STATE_A, STATE_B], ["run"], every_point=True)
+        assert report.divergences == [] and report.crash_points >= 8
+        assert report.failed_runs >= report.crash_points - 1
+
+    def test_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
+        report = sweep(project, warehouse, landing_zone, tmp_path, "rebuild",
+                       [STATE_A, STATE_B], ["run", "--full-refresh"], every_point)
+        assert report.divergences == [] and report.crash_points >= 4
+
+    def test_schema_change_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
+        # amount flips between int and string: each run rebuilds under sync_all_columns.
+        as_text = STATE_B.replace("select *", "select id, name, cast(amount as string) as amount")
+        report = sweep(project, warehouse, landing_zone, tmp_path, "type change (sync_all_columns)",
+                       [STATE_A, as_text], ["run", "--vars", "{on_change: sync_all_columns}"],
+                       every_point)
+        assert report.divergences == [] and report.crash_points >= 4
+
+    def test_added_and_removed_columns(self, project, warehouse, landing_zone, tmp_path, every_point):
+        # Each state drops the column the one before added and adds another one.
+        states = [
+            STATE_A.replace("select *", f"select *, id * {n} as extra_{n}") for n in range(1, 4)
+        ]
+        report = sweep(project, warehouse, landing_zone, tmp_path, "added and removed columns",
+                       states, ["run"], every_point)
+        assert report.divergences == [] and report.crash_points >= 4
