@@ -140,6 +140,27 @@ class OpenMirrorAdapter(SparkAdapter):
         self._release_leases(lambda lease: True)
         super().release_connection()
 
+    def _refresh_cached_relations(self, relations: Sequence[Any]) -> None:
+        """dbt listed relations when the invocation started; another run may have changed these
+        since (while this one waited for the lease). Ask Spark again, in one statement."""
+        schema = relations[0].schema
+        pattern = "|".join(r.identifier for r in relations)
+        _, rows = self.execute(
+            f"show table extended in {schema} like {change_sql.sql_string(pattern)}", fetch=True
+        )
+        found = {
+            r.identifier.lower(): r
+            for r in self._build_spark_relation_list(rows, self._get_relation_information)
+        }
+        for relation in relations:
+            cached = self.get_relation(relation.database, relation.schema, relation.identifier)
+            current = found.get(relation.identifier.lower())
+            if cached is not None and (current is None or current.type != cached.type):
+                self.cache_dropped(cached)
+                cached = None
+            if current is not None and cached is None:
+                self.cache_added(current)
+
     def _relation_run_id(self, relation: Any) -> Optional[str]:
         if self.get_relation(relation.database, relation.schema, relation.identifier) is None:
             return None
@@ -152,6 +173,7 @@ class OpenMirrorAdapter(SparkAdapter):
     ) -> None:
         """Finish or discard a publish an interrupted run left journaled, and its leftovers."""
         lease = self._held_lease(mirror)
+        self._refresh_cached_relations([target_relation, new_relation, backup_relation])
         pending = self.publisher.table_state(mirror.table_folder).pending
         if pending is not None:
             recovery = decide(
