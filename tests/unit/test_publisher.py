@@ -207,3 +207,16 @@ def test_a_second_journal_entry_is_refused(storage):
     _, pending = journaled_second_publish(storage, 2)
     with pytest.raises(PublishError, match="changed during the run"):
         Publisher(storage).begin(pending)
+
+
+def test_status_shows_the_lease_and_an_unfinished_publish(storage, capsys):
+    from dbt.adapters.openmirror.cli import main
+    from dbt.adapters.openmirror.lease import LeaseManager
+
+    journaled_second_publish(storage, 2)
+    lease = LeaseManager(storage).acquire(TABLE, "run-3", "m", ttl_seconds=60, wait_seconds=0)
+    assert main(["status", str(storage.root)]) == 0
+    out = capsys.readouterr().out
+    assert "lease: run run-3 (model 'm'" in out
+    assert "unfinished publish of run run-2 (1 files after 1); the next dbt run of 'm'" in out
+    LeaseManager(storage).release(lease)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from dbt.adapters.openmirror.landing_zone import parse_sequence_number, table_folders
+from dbt.adapters.openmirror.lease import LeaseManager
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.publisher import Publisher
 from dbt.adapters.openmirror.storage import open_landing_zone
@@ -30,6 +31,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     storage = open_landing_zone(args.landing_zone)
     publisher = Publisher(storage)
+    leases = LeaseManager(storage)
     mirrored = {}
     if args.target:
         mirrored = LocalMirror(storage, Path(args.target).resolve()).read_status()
@@ -44,7 +46,24 @@ def _status(args: argparse.Namespace) -> int:
             if status.errorMessage:
                 mirror += f": {status.errorMessage}"
         print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
+        for note in _publisher_notes(leases, folder, state):
+            print(f"    {note}")
     return 0
+
+
+def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
+    """Who is publishing the table now, and a publish an interrupted run left unfinished."""
+    notes = []
+    lease = leases.current(folder)
+    if lease is not None:
+        notes.append(f"lease: {lease.holder.describe()}")
+    if state.pending is not None:
+        notes.append(
+            f"unfinished publish of run {state.pending.run_id} ({len(state.pending.files)} files "
+            f"after {state.pending.base_sequence_number}); the next dbt run of "
+            f"'{state.pending.model}' finishes or discards it"
+        )
+    return notes
 
 
 def _validate(args: argparse.Namespace) -> int:
