@@ -41,6 +41,7 @@ def test_killed_runs_recover(project, request):
     assert counted.returncode == 0, counted.stdout[-2000:]
     operations = log.read_text().splitlines()
     renames = [int(line.split("\t")[0]) for line in operations if "\trename " in line]
+    lease_taken = next(int(line.split("\t")[0]) for line in operations if "/leases/" in line)
     # Between two renames of the multi-file publish; with --crash-points all, at every operation.
     points = [renames[1]]
     if request.config.getoption("--crash-points") == "all":
@@ -55,7 +56,10 @@ def test_killed_runs_recover(project, request):
         numbers = [int(p.name[:20]) for p in data_files(folder)]
         assert numbers == list(range(1, len(numbers) + 1))
         assert "pending" not in json.loads((folder / "_dbt_openmirror.json").read_text())
-        # The recovery says what it did.
-        assert "took over the lease" in recovered.stdout, recovered.stdout[-3000:]
+        # The recovery says what it did (a run killed while taking the lease held none).
+        if point > lease_taken:
+            assert "took over the lease" in recovered.stdout, recovered.stdout[-3000:]
         if point == renames[1]:
             assert "Rolling forward" in recovered.stdout
+    print(f"killed at {len(points)} of {len(operations)} operations, {len(points)} recoveries, "
+          "0 divergences")
