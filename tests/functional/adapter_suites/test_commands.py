@@ -15,6 +15,8 @@ from dbt.tests.adapter.empty.test_empty import (
     MetadataWithEmptyFlag,
 )
 
+from tests.functional.adapter_suites.skip_reasons import DROP_COLUMN_NEEDS_DELTA
+
 SEED_EMPTY_IS_NEWER = "`dbt seed --empty` came after dbt-core 1.11, which rejects the flag"
 
 
@@ -101,7 +103,7 @@ class TestEmptyMetadata(MetadataWithEmptyFlag):
             "alter_column_comment",
             pytest.param(
                 "alter_relation_add_remove_columns",
-                marks=pytest.mark.skip(reason="dbt-spark drops columns only from Delta tables"),
+                marks=pytest.mark.skip(reason=DROP_COLUMN_NEEDS_DELTA),
             ),
             "truncate_relation",
         ],

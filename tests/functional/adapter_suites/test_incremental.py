@@ -8,10 +8,7 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
     BaseIncrementalOnSchemaChange,
 )
 
-DROP_COLUMN_NEEDS_DELTA = (
-    "dbt-spark drops columns (on_schema_change sync_all_columns) only from Delta tables; "
-    "on Parquet it stops with 'Delta format required for dropping columns'"
-)
+from tests.functional.adapter_suites.skip_reasons import DROP_COLUMN_NEEDS_DELTA
 
 
 class IncrementalOnSchemaChangeParquet(BaseIncrementalOnSchemaChange):

@@ -29,10 +29,8 @@ from dbt.tests.adapter.sample_mode.test_sample_mode import BaseSampleModeTest
 from dbt.tests.adapter.simple_seed.test_seed import BaseBasicSeedTests
 from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot
 
-MERGE_NEEDS_DELTA = (
-    "dbt-spark's merge strategy (unique_key, predicates, merge_exclude_columns) and snapshots "
-    "need file_format delta or hudi; their jars come from Maven, which cannot be reached here"
-)
+from tests.functional.adapter_suites.skip_reasons import MERGE_NEEDS_DELTA
+
 NO_ACCESS_CONTROL = "a local Spark session has no users or GRANT (Databricks Unity Catalog does)"
 POSTGRES_FIXTURES = "the suite's fixtures are Postgres DDL and data files (dbt-spark does not run it)"
 

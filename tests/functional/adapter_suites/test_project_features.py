@@ -22,10 +22,18 @@ from dbt.tests.adapter.simple_seed.test_seed import BaseTestEmptySeed
 pytestmark = pytest.mark.adapter_suites
 
 
+POSTGRES_DDL_TEXT = (
+    "compares the compiled SQL with Postgres' text (`create view \"db\".\"schema\".\"x__dbt_tmp\"`); "
+    "dbt-spark writes `create or replace view schema.x`"
+)
+
+
+@pytest.mark.skip(reason=POSTGRES_DDL_TEXT)
 class TestEphemeralMulti(BaseEphemeralMulti):
     pass
 
 
+@pytest.mark.skip(reason=POSTGRES_DDL_TEXT)
 class TestEphemeralNested(BaseEphemeralNested):
     pass
 
@@ -63,9 +71,15 @@ class TestConcurrency(BaseConcurrency):
 
 
 class TestSimpleCopy(SimpleCopyBase):
-    pass
+    @pytest.mark.skip(
+        reason="Spark 4 runs CREATE MATERIALIZED VIEW only inside a declarative pipeline, and "
+        "dbt-spark has no materialized views"
+    )
+    def test_simple_copy_with_materialized_views(self, project):
+        pass
 
 
+@pytest.mark.skip(reason="the suite reads information_schema.tables, which a Spark session does not have")
 class TestEmptyModelsArentRun(EmptyModelsArentRunBase):
     pass
 

@@ -14,7 +14,11 @@ from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import
     BaseStoreTestFailuresLimit,
 )
 
+from tests.functional.adapter_suites.skip_reasons import EMPTY_SEED_VALUE_IS_NONE
 
+
+# Reruns seeds and models before each of its checks: over a minute, so not in the default run.
+@pytest.mark.adapter_suites
 class TestStoreTestFailures(BaseStoreTestFailures):
     pass
 
@@ -24,7 +28,6 @@ class TestStoreTestFailuresLimit(BaseStoreTestFailuresLimit):
     pass
 
 
-@pytest.mark.adapter_suites
 class TestStoreTestFailuresAsInteractions(StoreTestFailuresAsInteractions):
     pass
 
@@ -44,10 +47,8 @@ class TestStoreTestFailuresAsProjectLevelEphemeral(StoreTestFailuresAsProjectLev
     pass
 
 
-@pytest.mark.skip(
-    reason="dbt-spark's session connection loads an empty CSV value into a seed as the string "
-    "'None', not NULL, so the suite's not_null test on the seeded column passes instead of failing"
-)
+# The suite's not_null test on a seeded column would pass instead of failing.
+@pytest.mark.skip(reason=EMPTY_SEED_VALUE_IS_NONE)
 class TestStoreTestFailuresAsGeneric(StoreTestFailuresAsGeneric):
     pass
 
