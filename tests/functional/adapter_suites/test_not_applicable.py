@@ -136,10 +136,7 @@ class TestColumnTypes(BasePostgresColumnTypes):
     pass
 
 
-@pytest.mark.skip(
-    reason="needs per-adapter expected catalog fixtures, and dbt-spark does not implement "
-    "get_catalog_for_single_relation"
-)
+@pytest.mark.skip(reason="dbt-spark does not implement get_catalog_for_single_relation")
 class TestGetCatalogForSingleRelation(BaseGetCatalogForSingleRelation):
     pass
 
