@@ -31,6 +31,22 @@ def pytest_addoption(parser):
         help="crash-recovery sweeps: 'all' fails every landing-zone operation of every scenario "
         "in turn; 'sample' (default) does that for the multi-file publish and a sample elsewhere",
     )
+    parser.addoption(
+        "--all-adapter-suites",
+        action="store_true",
+        help="also run dbt's adapter suites marked adapter_suites (several minutes); the default "
+        "run has the core ones",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """The adapter suites beyond the core set cost minutes of Spark time: deselected by default."""
+    if config.getoption("--all-adapter-suites"):
+        return
+    extended = [item for item in items if item.get_closest_marker("adapter_suites")]
+    if extended:
+        config.hook.pytest_deselected(items=extended)
+        items[:] = [item for item in items if not item.get_closest_marker("adapter_suites")]
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestam
 from dbt.tests.adapter.basic.test_table_materialization import BaseTableMaterialization
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
 
+from tests.functional.adapter_suites.skip_reasons import MERGE_NEEDS_DELTA
+
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
     pass
@@ -62,17 +64,11 @@ class TestValidateConnection(BaseValidateConnection):
     pass
 
 
-NO_DELTA = (
-    "dbt-spark snapshots MERGE into the target, which needs file_format delta (or hudi); the "
-    "Delta jars come from Maven, which cannot be reached here"
-)
-
-
-@pytest.mark.skip(reason=NO_DELTA)
+@pytest.mark.skip(reason=MERGE_NEEDS_DELTA)
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):
     pass
 
 
-@pytest.mark.skip(reason=NO_DELTA)
+@pytest.mark.skip(reason=MERGE_NEEDS_DELTA)
 class TestSnapshotTimestamp(BaseSnapshotTimestamp):
     pass

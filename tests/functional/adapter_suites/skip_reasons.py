@@ -1,0 +1,13 @@
+"""Why some of dbt's adapter suites, or some of their cases, do not run under `type: openmirror`
+on a Spark session with Parquet; shared by the suite modules."""
+
+MERGE_NEEDS_DELTA = (
+    "dbt-spark's MERGE (snapshots; incremental with unique_key, predicates or "
+    "merge_exclude_columns; clone) needs file_format delta or hudi, whose jars come from Maven, "
+    "which cannot be reached here"
+)
+EMPTY_SEED_VALUE_IS_NONE = (
+    "dbt-spark's session connection loads an empty CSV value into a seed as the string 'None', "
+    "not NULL, and the suite's seed has empty values"
+)
+DROP_COLUMN_NEEDS_DELTA = "dbt-spark drops columns only from Delta tables"

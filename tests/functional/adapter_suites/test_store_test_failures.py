@@ -1,0 +1,58 @@
+"""`store_failures`: dbt tests write their failing rows to tables, under `type: openmirror`."""
+
+import pytest
+from dbt.tests.adapter.store_test_failures_tests.basic import (
+    StoreTestFailuresAsExceptions,
+    StoreTestFailuresAsGeneric,
+    StoreTestFailuresAsInteractions,
+    StoreTestFailuresAsProjectLevelEphemeral,
+    StoreTestFailuresAsProjectLevelOff,
+    StoreTestFailuresAsProjectLevelView,
+)
+from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import (
+    BaseStoreTestFailures,
+    BaseStoreTestFailuresLimit,
+)
+
+from tests.functional.adapter_suites.skip_reasons import EMPTY_SEED_VALUE_IS_NONE
+
+
+# Reruns seeds and models before each of its checks: over a minute, so not in the default run.
+@pytest.mark.adapter_suites
+class TestStoreTestFailures(BaseStoreTestFailures):
+    pass
+
+
+@pytest.mark.adapter_suites
+class TestStoreTestFailuresLimit(BaseStoreTestFailuresLimit):
+    pass
+
+
+class TestStoreTestFailuresAsInteractions(StoreTestFailuresAsInteractions):
+    pass
+
+
+@pytest.mark.adapter_suites
+class TestStoreTestFailuresAsProjectLevelOff(StoreTestFailuresAsProjectLevelOff):
+    pass
+
+
+@pytest.mark.adapter_suites
+class TestStoreTestFailuresAsProjectLevelView(StoreTestFailuresAsProjectLevelView):
+    pass
+
+
+@pytest.mark.adapter_suites
+class TestStoreTestFailuresAsProjectLevelEphemeral(StoreTestFailuresAsProjectLevelEphemeral):
+    pass
+
+
+# The suite's not_null test on a seeded column would pass instead of failing.
+@pytest.mark.skip(reason=EMPTY_SEED_VALUE_IS_NONE)
+class TestStoreTestFailuresAsGeneric(StoreTestFailuresAsGeneric):
+    pass
+
+
+@pytest.mark.adapter_suites
+class TestStoreTestFailuresAsExceptions(StoreTestFailuresAsExceptions):
+    pass
