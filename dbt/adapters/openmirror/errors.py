@@ -33,3 +33,11 @@ class TargetExistsError(PublishError):
 
 class LeaseHeldError(PublishError):
     """Another run publishes the same table folder now (or took over this run's lease)."""
+
+
+class LandingZoneAccessError(OpenMirrorError):
+    """The landing zone refused our identity (401/403) or no token could be had: not retried."""
+
+
+class LandingZoneUnavailableError(OpenMirrorError):
+    """The landing zone kept failing (throttling, timeouts, server errors) after every retry."""

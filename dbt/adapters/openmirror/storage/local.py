@@ -11,6 +11,8 @@ from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 
 class LocalStorage(LandingZoneStorage):
+    shared_with_spark = True
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.location = str(root)
@@ -53,6 +55,11 @@ class LocalStorage(LandingZoneStorage):
             self._link_then_unlink(temporary, target, path)
         finally:
             temporary.unlink(missing_ok=True)
+
+    def upload_file(self, local_path: Path, path: str) -> None:
+        target = self._resolve(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local_path, target)
 
     def rename_create_only(self, source: str, target: str) -> None:
         target_path = self._resolve(target)
