@@ -34,6 +34,13 @@ Usage::
       if response.status_code >= 300: ...  # no error mapping: check it yourself
 
   It runs the client's whole pipeline: bearer token, x-ms-date, request id, retries, logging.
+- SDK behaviour this emulator shows (tests/unit/test_dfs_emulator.py): the storage retry policy
+  retries 408, 5xx and dropped connections but NOT 429 and never reads Retry-After, and
+  azure-core's `RetryPolicy` cannot replace it (the storage pipeline leaks a `hosts` option to
+  the transport: TypeError); tests pass `retry_policy=ExponentialRetry(initial_backoff=0,
+  increment_base=0, random_jitter_range=0)` to retry without waiting. `upload_data` without
+  `overwrite=True` appends to an existing file (404 PathNotFound when missing, 412 when present);
+  a create-only create is `create_file(match_condition=MatchConditions.IfMissing)` (no `etag=`).
 - Faults: `dfs.inject(status=503, times=2, operation="flush")` answers the next two matching
   requests with a canned error in the real format (`code` defaults by status: 429/503 ServerBusy,
   500 InternalError, 401 InvalidAuthenticationInfo, 403 AuthorizationPermissionMismatch);
@@ -49,7 +56,7 @@ Usage::
 Implemented (DFS, plus the few Blob-endpoint calls the DataLake SDK makes for reads and
 properties, since on 127.0.0.1 it sends both to the same host): filesystem create / properties /
 delete; path create (file, directory, parents implicit) with If-Match / If-None-Match; append
-(parallel chunks at any position past the committed length) and flush (committed only if the
+(parallel chunks at any position; positions are checked at flush) and flush (committed only if the
 appended data is contiguous up to `position`, else 400 InvalidFlushPosition; readers see the old
 content until then); rename via `x-ms-rename-source` with destination and source conditions;
 list paths (recursive or not, `maxResults` with `x-ms-continuation`); read with Range /
@@ -321,8 +328,9 @@ class _Store:
         check_conditions(headers, current)
         if current["is_dir"]:
             raise DfsError(400, "InvalidInput", "Cannot append to a directory.")
-        if position < current["length"]:
-            raise DfsError(400, "InvalidFlushPosition", _FLUSH_POSITION_MESSAGE)
+        if position < 0:
+            raise DfsError(400, "MissingRequiredQueryParameter", "The position query parameter is required.")
+        # Positions are checked when flushing, as the service does.
         self._staged.setdefault((fs, path), {})[position] = data
 
     def flush(self, fs: str, path: str, position: int, retain: bool, headers) -> dict:
@@ -430,10 +438,12 @@ def _windows_file_time(timestamp: float) -> str:
     return str(int((timestamp + 11644473600) * 10**7))
 
 
+def _version_headers(found: dict) -> dict[str, str]:
+    return {"ETag": found["etag"], "Last-Modified": _http_date(found["last_modified"])}
+
+
 def _path_headers(found: dict) -> dict[str, str]:
-    headers = {
-        "ETag": found["etag"],
-        "Last-Modified": _http_date(found["last_modified"]),
+    headers = _version_headers(found) | {
         "x-ms-creation-time": _http_date(found["created"]),
         "x-ms-resource-type": "directory" if found["is_dir"] else "file",
         # Blob-endpoint properties the DataLake SDK reads from the same HEAD/GET.
@@ -527,13 +537,14 @@ class DfsEmulator:
         self.ca_path = str(cert_path)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_path, key_path)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
+        server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         server.socket = context.wrap_socket(
             server.socket, server_side=True, do_handshake_on_connect=False
         )
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="dfs-emulator", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, args=(0.05,), name="dfs-emulator", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -622,7 +633,7 @@ class DfsEmulator:
             lag = self._delete_lags.pop((fs, path), None)
             if lag is None:
                 return False
-            self._pending_deletes[(fs, path)] = lag
+            self._pending_deletes[(fs, path)] = lag + 1  # counted down before each request
             return True
 
     def execute(self, operation, fs, path, query, headers, body) -> tuple[int, dict, bytes]:
@@ -652,7 +663,7 @@ class DfsEmulator:
                 if not source_path:
                     raise DfsError(400, "InvalidSourceUri", "The source URI is invalid.")
                 found = store.rename(fs, path, source_fs, source_path.strip("/"), headers)
-                return 201, {"ETag": found["etag"], "Last-Modified": _http_date(found["last_modified"])}, b""
+                return 201, _version_headers(found), b""
             if operation == "append":
                 store.append(fs, path, int(query.get("position", -1)), body, headers)
                 if query.get("flush") == "true":
@@ -661,10 +672,10 @@ class DfsEmulator:
             if operation == "flush":
                 retain = query.get("retainUncommittedData") == "true"
                 found = store.flush(fs, path, int(query.get("position", -1)), retain, headers)
-                return 200, {"ETag": found["etag"], "Last-Modified": _http_date(found["last_modified"])}, b""
+                return 200, _version_headers(found), b""
             if operation == "set_properties":
                 found = store.existing(fs, path)
-                return 200, {"ETag": found["etag"], "Last-Modified": _http_date(found["last_modified"])}, b""
+                return 200, _version_headers(found), b""
             if operation == "get_properties":
                 found = store.existing(fs, path)
                 return 200, _path_headers(found) | {"Content-Length": str(found["length"])}, b""
@@ -712,6 +723,14 @@ def _error_body(error: DfsError, request_id: str) -> bytes:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f0Z")
     message = f"{error.message}\nRequestId:{request_id}\nTime:{now}"
     return json.dumps({"error": {"code": error.code, "message": message}}).encode()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # Clients that give up (timeouts, dropped faults) close their end mid-answer.
+        pass
 
 
 def _handler_for(emulator: DfsEmulator):
@@ -824,6 +843,7 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
         return True
 
     def _respond(self, record: RecordedRequest, status: int, headers: dict, payload: bytes) -> None:
+        record.status = status  # before answering, so a test reading it after the call sees it
         self.send_response(status)
         version = self.headers.get("x-ms-version") or API_VERSION
         common = {"x-ms-request-id": self.request_id, "x-ms-version": version}
@@ -837,7 +857,6 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
-        record.status = status
 
 
 class _Closed:
