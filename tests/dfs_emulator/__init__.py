@@ -37,7 +37,9 @@ the test's tmp_path.
       response = dest_client._client._send_request(request)   # azure.core.rest.HttpResponse
       if response.status_code >= 300: ...  # no error mapping: check it yourself
 
-  It runs the client's whole pipeline: bearer token, x-ms-date, request id, retries, logging.
+  It runs the client's whole pipeline: bearer token, x-ms-date, request id, retries, logging,
+  but adds no `x-ms-version`: without one (or older than 2017-11-09) a bearer request gets
+  403 AuthenticationFailed, here as from Azure Storage, so raw requests must set it.
 - SDK behaviour this emulator shows (tests/unit/test_dfs_emulator.py): the storage retry policy
   retries 408, 5xx and dropped connections but NOT 429 and never reads Retry-After, and
   azure-core's `RetryPolicy` cannot replace it (the storage pipeline leaks a `hosts` option to

@@ -31,6 +31,13 @@ from .wire import (
 )
 
 
+_BEARER_NEEDS_VERSION_MESSAGE = (
+    "Server failed to authenticate the request. Make sure the value of Authorization header is "
+    "formed correctly including the signature. "
+    "Authentication scheme Bearer is not supported in this version."
+)
+
+
 class DfsEmulator:
     """The DFS endpoint on https://127.0.0.1:<free port>, storing under `root` (see module doc)."""
 
@@ -232,11 +239,12 @@ class DfsEmulator:
             return 200, response_headers, data
         start, end = wanted
         if start >= len(data):
-            error = DfsError(
-                416, "InvalidRange", "The range specified is invalid for the current size of the resource."
+            raise DfsError(
+                416,
+                "InvalidRange",
+                "The range specified is invalid for the current size of the resource.",
+                headers={"Content-Range": f"bytes */{len(data)}"},
             )
-            error.headers = {"Content-Range": f"bytes */{len(data)}"}
-            raise error
         end = len(data) - 1 if end is None else min(end, len(data) - 1)
         response_headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
         return 206, response_headers, data[start : end + 1]
@@ -317,13 +325,9 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.after_operation and self._apply(fault, record):
             return
         if error is not None:
-            status, headers = error.status, {
-                "x-ms-error-code": error.code,
-                "Content-Type": "application/json;charset=utf-8",
-                **getattr(error, "headers", {}),
-            }
-            payload = error_body(error, self.request_id)
-        self._respond(record, status, headers, payload)
+            self._respond_error(record, error)
+        else:
+            self._respond(record, status, headers, payload)
 
     def _authentication_error(self) -> Optional[DfsError]:
         authorization = self.headers.get("Authorization", "")
@@ -336,6 +340,10 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
             )
         with self.emulator._state:
             self.emulator.tokens.append(token)
+        if (self.headers.get("x-ms-version") or "") < "2017-11-09":
+            # Azure Storage takes bearer tokens only from API versions that know them, and the
+            # SDK pipeline adds no x-ms-version to a raw request.
+            return DfsError(403, "AuthenticationFailed", _BEARER_NEEDS_VERSION_MESSAGE)
         required = self.emulator.required_token
         if required is not None and token != required:
             return DfsError(401, "InvalidAuthenticationInfo", "Server failed to authenticate the request.")
@@ -355,14 +363,16 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
         if fault.status < 400:  # a pure delay
             return False
         code = fault.code or DEFAULT_ERROR_CODES.get(fault.status, "InternalError")
-        error = DfsError(fault.status, code, fault.message)
+        self._respond_error(record, DfsError(fault.status, code, fault.message, fault.headers))
+        return True
+
+    def _respond_error(self, record: RecordedRequest, error: DfsError) -> None:
         headers = {
             "x-ms-error-code": error.code,
             "Content-Type": "application/json;charset=utf-8",
-            **fault.headers,
+            **error.headers,
         }
         self._respond(record, error.status, headers, error_body(error, self.request_id))
-        return True
 
     def _respond(self, record: RecordedRequest, status: int, headers: dict, payload: bytes) -> None:
         record.status = status  # before answering, so a test reading it after the call sees it

@@ -12,9 +12,10 @@ from typing import Optional
 class DfsError(Exception):
     """An error answer in the service's format: status, `x-ms-error-code`, JSON body."""
 
-    def __init__(self, status: int, code: str, message: str = ""):
+    def __init__(self, status: int, code: str, message: str = "", headers: Optional[dict] = None):
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message = status, code, message or code
+        self.headers = headers or {}
 
 
 def _parent(path: str) -> str:

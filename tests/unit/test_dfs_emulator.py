@@ -1,6 +1,7 @@
 """The DFS emulator, driven through the real azure-storage-file-datalake SDK as OneLake would be."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import pytest
@@ -20,6 +21,7 @@ from azure.storage.filedatalake import DataLakeServiceClient, ExponentialRetry
 from tests.dfs_emulator import STORAGE_SCOPE, DfsEmulator, FixedTokenCredential
 
 LANDING_ZONE = "item/Files/LandingZone"
+API_VERSION = {"x-ms-version": "2021-06-08"}
 NO_WAIT_RETRY = {"initial_backoff": 0, "increment_base": 0, "random_jitter_range": 0}
 
 
@@ -50,7 +52,7 @@ def raw_rename(destination_client, source_path, create_only=True):
     """The create-only DFS rename as a raw request through the SDK client's own pipeline."""
     headers = {
         "x-ms-rename-source": f"/{destination_client.file_system_name}/{quote(source_path)}",
-        "x-ms-version": "2021-06-08",
+        **API_VERSION,
     }
     if create_only:
         headers["If-None-Match"] = "*"
@@ -195,7 +197,7 @@ def test_directories_create_and_delete_recursively(dfs, workspace):
 def test_non_recursive_delete_of_a_full_directory_is_refused(dfs, workspace):
     workspace.get_file_client("t/a").upload_data(b"a", overwrite=True)
     client = workspace.get_directory_client("t")
-    request = HttpRequest("DELETE", client.url + "?recursive=false", headers={"x-ms-version": "2021-06-08"})
+    request = HttpRequest("DELETE", client.url + "?recursive=false", headers=API_VERSION)
     response = client._client._send_request(request)
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "DirectoryNotEmpty"
@@ -250,6 +252,55 @@ def test_rename_onto_an_existing_name_is_refused_and_changes_nothing(dfs, worksp
     # Without the condition a rename replaces the destination, as on the service.
     assert raw_rename(workspace.get_file_client("t/published"), "t/_new", create_only=False).status_code == 201
     assert on_disk(dfs, "t/published") == b"new"
+
+
+def test_concurrent_create_only_renames_onto_one_name_let_exactly_one_win(dfs, workspace):
+    sources = [f"t/_writer{n}" for n in range(4)]
+    for source in sources:
+        workspace.get_file_client(source).upload_data(source.encode(), overwrite=True)
+    final = workspace.get_file_client("t/00000000000000000001.parquet")
+    with ThreadPoolExecutor(len(sources)) as pool:
+        statuses = list(pool.map(lambda source: raw_rename(final, source).status_code, sources))
+
+    assert sorted(statuses) == [201, 409, 409, 409]
+    winner = sources[statuses.index(201)]
+    assert on_disk(dfs, "t/00000000000000000001.parquet") == winner.encode()
+    assert {p.name for p in workspace.get_paths("t")} == {
+        "t/00000000000000000001.parquet",
+        *(s for s in sources if s != winner),
+    }
+
+
+def test_rename_honours_a_source_etag_condition(dfs, workspace):
+    source = workspace.get_file_client("t/_a")
+    source.upload_data(b"a", overwrite=True)
+    stale = source.get_file_properties().etag
+    source.upload_data(b"b", overwrite=True)
+    destination = workspace.get_file_client("t/a")
+    request = HttpRequest(
+        "PUT",
+        destination.url,
+        headers={"x-ms-rename-source": "/workspace/t/_a", "x-ms-source-if-match": stale, **API_VERSION},
+    )
+    response = destination._client._send_request(request)
+    assert response.status_code == 412
+    assert response.json()["error"]["code"] == "SourceConditionNotMet"
+    assert not destination.exists()
+
+
+def test_listing_wire_format_is_the_services(dfs, workspace):
+    workspace.get_file_client("t/a").upload_data(b"abc", overwrite=True)
+    client = workspace.get_directory_client("t")
+    url = f"{dfs.url}/workspace?resource=filesystem&recursive=true"
+    response = client._client._send_request(HttpRequest("GET", url, headers=API_VERSION))
+
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/json")
+    folder, file = response.json()["paths"]
+    assert folder["name"] == "t" and folder["isDirectory"] == "true"
+    assert file["name"] == "t/a" and "isDirectory" not in file
+    assert file["contentLength"] == "3"
+    assert f'"{file["etag"]}"' == workspace.get_file_client("t/a").get_file_properties().etag
 
 
 def test_rename_of_a_missing_source_is_source_path_not_found(workspace):
@@ -322,6 +373,16 @@ def test_a_wrong_token_is_401_client_authentication_error(tmp_path):
             b"a", overwrite=True
         )
         assert on_disk(dfs, "t/a") == b"a"
+
+
+def test_a_raw_request_without_an_api_version_is_refused_like_azure_storage(dfs, workspace):
+    workspace.get_file_client("t/_a").upload_data(b"a", overwrite=True)
+    destination = workspace.get_file_client("t/a")
+    request = HttpRequest("PUT", destination.url, headers={"x-ms-rename-source": "/workspace/t/_a"})
+    response = destination._client._send_request(request)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "AuthenticationFailed"
+    assert not destination.exists()
 
 
 def test_missing_write_permission_is_403(dfs, workspace):
