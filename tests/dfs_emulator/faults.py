@@ -8,9 +8,11 @@ from typing import Callable, Optional
 
 
 @dataclass
-
-
 class RecordedRequest:
+    """One request as the emulator saw it; `operation` is a name from `wire.operation_of`
+    (create_file, create_directory, append, flush, rename, read, get_properties, list_paths,
+    delete, set_properties, create_filesystem, get_filesystem_properties, delete_filesystem)."""
+
     method: str
     path: str  # decoded, "/<filesystem>/<path>"
     query: dict[str, str]
@@ -23,9 +25,13 @@ class RecordedRequest:
 
 
 @dataclass
-
-
 class Fault:
+    """An injected misbehaviour for the next `times` requests that match every filter given
+    (`method`, `path` pattern, `operation`, `match` predicate). It answers `status` with `code`
+    (default by status) and `headers`; or, with `drop`, closes the connection unanswered; `delay`
+    seconds pass first (a `status` below 400 only delays the real answer). With
+    `after_operation` the request is carried out before the fault replaces its answer."""
+
     status: int = 503
     code: Optional[str] = None
     message: str = "Injected fault."

@@ -39,7 +39,8 @@ _BEARER_NEEDS_VERSION_MESSAGE = (
 
 
 class DfsEmulator:
-    """The DFS endpoint on https://127.0.0.1:<free port>, storing under `root` (see module doc)."""
+    """The DFS endpoint on https://127.0.0.1:<free port> (see the package doc). Stores under
+    `root`, or in a temporary folder removed at stop; `filesystems` exist from the start."""
 
     def __init__(
         self,
