@@ -28,6 +28,14 @@ MODEL = """
 select * from {{ target.schema }}.src
 """
 COLUMNS = "as t(id, name, amount)"
+STEPS = [
+    # (source rows, extra dbt args, mode, new files, their markers); two rows per file at most
+    ("(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)", [], "initial", 2, [0, 0, 0]),
+    ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", [], "incremental", 2, [0, 1, 2]),
+    ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", [], "incremental", 0, []),
+    ("(1, 'a', 12), (5, 'e', 50)", ["--full-refresh"], "rebuild", 1, [0, 0]),
+    ("(1, 'a', 13), (6, 'f', 60)", [], "incremental", 2, [0, 1, 2]),
+]
 
 
 @pytest.fixture(scope="class")
@@ -67,15 +75,7 @@ class TestPublishToOneLake:
         on_disk = onelake.root / "workspace" / ITEM_ROOT
         folder = on_disk / f"{schema}.schema" / "customers"
         source = f"select * from {schema}.src"
-        steps = [
-            # (source rows, extra dbt args, mode, new files, their markers); two rows per file
-            ("(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)", [], "initial", 2, [0, 0, 0]),
-            ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", [], "incremental", 2, [0, 1, 2]),
-            ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", [], "incremental", 0, []),
-            ("(1, 'a', 12), (5, 'e', 50)", ["--full-refresh"], "rebuild", 1, [0, 0]),
-            ("(1, 'a', 13), (6, 'f', 60)", [], "incremental", 2, [0, 1, 2]),
-        ]
-        for rows, args, mode, new_files, markers in steps:
+        for rows, args, mode, new_files, markers in STEPS:
             if "--full-refresh" in args:
                 # The service still holds the folder at first: the delete is retried.
                 onelake.inject(status=409, code="OperationNotAllowedOnThePath", times=1,

@@ -26,6 +26,11 @@ class LandingZoneStorage(ABC):
         """A small file's text, or None when it does not exist."""
 
     @abstractmethod
+    def read_monitoring(self, name: str) -> Optional[str]:
+        """The mirror's status file `name` beside the landing zone (`<item>/Files/Monitoring/`),
+        or None when there is none (or the landing zone is not an item's `Files/LandingZone`)."""
+
+    @abstractmethod
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         """Write a small file so that readers see the whole old or the whole new content.
 

@@ -75,6 +75,9 @@ class FaultInjectingStorage(LandingZoneStorage):
     def read_text(self, path: str) -> Optional[str]:
         return self.inner.read_text(path)
 
+    def read_monitoring(self, name: str) -> Optional[str]:
+        return self.inner.read_monitoring(name)
+
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         self.injector.checkpoint(f"write {path}")
         self.inner.write_text(path, text, create_only)

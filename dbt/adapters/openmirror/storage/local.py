@@ -39,6 +39,15 @@ class LocalStorage(LandingZoneStorage):
         except FileNotFoundError:
             return None
 
+    def read_monitoring(self, name: str) -> Optional[str]:
+        # A OneLake item mounted locally (e.g. OneLake file explorer): Files/Monitoring is a sibling.
+        if [part.lower() for part in self.root.parts[-2:]] != ["files", "landingzone"]:
+            return None
+        try:
+            return (self.root.parent / "Monitoring" / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         target = self._resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)

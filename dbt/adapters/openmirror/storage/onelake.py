@@ -156,9 +156,16 @@ class OneLakeStorage(LandingZoneStorage):
         return not (properties.metadata or {}).get("hdi_isfolder")
 
     def read_text(self, path: str) -> Optional[str]:
-        client = self._filesystem.get_file_client(self._full(path))
+        return self._read_whole(self._full(path), path)
+
+    def read_monitoring(self, name: str) -> Optional[str]:
+        folder = self.where.monitoring_root
+        return None if folder is None else self._read_whole(f"{folder}/{name}", f"../Monitoring/{name}")
+
+    def _read_whole(self, full: str, shown: str) -> Optional[str]:
+        client = self._filesystem.get_file_client(full)
         try:
-            data = self._call(f"reading {path}", lambda: client.download_file().readall())
+            data = self._call(f"reading {shown}", lambda: client.download_file().readall())
         except ResourceNotFoundError:
             return None
         return data.decode("utf-8")
