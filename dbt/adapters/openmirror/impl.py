@@ -320,21 +320,27 @@ class OpenMirrorAdapter(SparkAdapter):
         """direct or upload (staging.py), decided once per invocation."""
         with self._staging_lock:
             if self._staging_mode is None:
-                _, rows = self.execute("set spark.master", fetch=True)
-                master = str(rows[0][1]) if rows else None
                 self._staging_mode = choose_mode(
                     self.config.credentials.spark_staging, self.landing_zone.shared_with_spark,
-                    master, self._spark_can_write_landing_zone,
+                    self._spark_master, self._spark_can_write_landing_zone,
                 )
                 logger.info(f"Spark stages change files with spark_staging={self._staging_mode}")
             return self._staging_mode
 
+    def _spark_master(self) -> Optional[str]:
+        _, rows = self.execute("set spark.master", fetch=True)
+        return str(rows[0][1]) if rows else None
+
     def _spark_can_write_landing_zone(self) -> bool:
         probe = f"{SCRATCH_FOLDER}/dbt-openmirror/probe-{uuid.uuid4().hex}"
+        uri = self.landing_zone.spark_uri(probe)
         try:
-            self.execute(change_sql.write_files_sql(self.landing_zone.spark_uri(probe), "select 1 as probe", "snappy", None))
+            self.execute(change_sql.write_files_sql(uri, "select 1 as probe", "snappy", None))
         except Exception as exc:  # any failure means: let the adapter upload instead
-            logger.info(f"Spark cannot write {self.landing_zone.location} directly ({type(exc).__name__}); uploading")
+            logger.info(
+                f"Spark cannot write {self.landing_zone.location} itself ({type(exc).__name__}); "
+                "change files are uploaded by the adapter"
+            )
             return False
         finally:
             try:

@@ -23,14 +23,15 @@ AUTO, DIRECT, UPLOAD = "auto", "direct", "upload"
 STAGING_MODES = (AUTO, DIRECT, UPLOAD)
 
 
-def choose_mode(setting: str, shared_with_spark: bool, spark_master: Optional[str],
+def choose_mode(setting: str, shared_with_spark: bool, spark_master: Callable[[], Optional[str]],
                 spark_can_write: Callable[[], bool]) -> str:
-    """The staging mode for `setting`; `spark_can_write` (a probe) is only called when needed."""
+    """The staging mode for `setting`. `spark_master` (a query) and `spark_can_write` (a probe
+    write) are only called when the answer depends on them."""
     if setting != AUTO:
         return setting
     if shared_with_spark:
         return DIRECT
-    if (spark_master or "").startswith("local"):
+    if (spark_master() or "").startswith("local"):
         return UPLOAD
     return DIRECT if spark_can_write() else UPLOAD
 
