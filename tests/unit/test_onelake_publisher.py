@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.errors import LandingZoneUnavailableError
+from dbt.adapters.openmirror.errors import LandingZoneServiceError
 from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage.location import parse_location
 from dbt.adapters.openmirror.storage.onelake import OneLakeStorage
@@ -41,7 +41,7 @@ def test_an_interrupted_publish_is_finished_by_the_next_run(onelake, tmp_path):
     publisher.begin(pending)
     # The service fails the second file's rename on every attempt: the run stops there.
     dfs.inject(status=500, times=100, operation="rename", path="/ws/item/Files/LandingZone/s.schema/t/00000000000000000002.parquet")
-    with pytest.raises(LandingZoneUnavailableError, match="HTTP 500"):
+    with pytest.raises(LandingZoneServiceError, match="HTTP 500"):
         publisher.complete(pending)
     dfs.faults.clear()
     state = Publisher(storage).table_state(TABLE)

@@ -13,7 +13,7 @@ from azure.core.exceptions import ClientAuthenticationError
 
 from dbt.adapters.openmirror.errors import (
     LandingZoneAccessError,
-    LandingZoneUnavailableError,
+    LandingZoneServiceError,
     PublishError,
     TargetExistsError,
 )
@@ -181,7 +181,7 @@ def test_transient_faults_without_retry_after_back_off_then_give_up(dfs, root, s
     assert storage.read_text("t/x.txt") == "x"
     dfs.clear_records()
     dfs.inject(status=503, times=10, operation="list_paths")
-    with pytest.raises(LandingZoneUnavailableError, match="listing t in .* failed: HTTP 503 ServerBusy"):
+    with pytest.raises(LandingZoneServiceError, match="listing t in .* failed: HTTP 503 ServerBusy"):
         storage.list_names("t")
     assert len(dfs.recorded("list_paths")) == FAST_RETRY.attempts
 

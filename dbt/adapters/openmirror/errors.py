@@ -39,5 +39,6 @@ class LandingZoneAccessError(OpenMirrorError):
     """The landing zone refused our identity (401/403) or no token could be had: not retried."""
 
 
-class LandingZoneUnavailableError(OpenMirrorError):
-    """The landing zone kept failing (throttling, timeouts, server errors) after every retry."""
+class LandingZoneServiceError(OpenMirrorError):
+    """The landing zone's service refused a request, or kept failing it (throttling, timeouts,
+    server errors) after every retry."""

@@ -28,7 +28,7 @@ from azure.storage.filedatalake import DataLakeServiceClient
 from dbt.adapters.openmirror.errors import (
     LandingZoneAccessError,
     LandingZoneConfigError,
-    LandingZoneUnavailableError,
+    LandingZoneServiceError,
     PublishError,
     TargetExistsError,
 )
@@ -82,7 +82,8 @@ class OneLakeStorage(LandingZoneStorage):
         relative = PurePosixPath(path)
         if relative.is_absolute() or ".." in relative.parts:
             raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.location}")
-        return "/".join(p for p in (self.where.root, relative.as_posix().strip(".")) if p)
+        inside = "" if relative == PurePosixPath(".") else relative.as_posix()
+        return "/".join(p for p in (self.where.root, inside) if p)
 
     def spark_uri(self, path: str) -> str:
         return self.where.abfss_uri(path)
@@ -100,11 +101,11 @@ class OneLakeStorage(LandingZoneStorage):
         except HttpResponseError as exc:
             if exc.status_code in (401, 403):
                 raise self._access_error(what, exc.status_code, exc) from None
-            raise LandingZoneUnavailableError(
+            raise LandingZoneServiceError(
                 self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}")
             ) from None
         except AzureError as exc:
-            raise LandingZoneUnavailableError(
+            raise LandingZoneServiceError(
                 self.auth.mask(f"{what} in {self.location} failed after retries: {exc}")
             ) from None
 
@@ -125,10 +126,8 @@ class OneLakeStorage(LandingZoneStorage):
                 f"no token could be obtained with auth: {self.auth.method}. Check the profile's "
                 "auth fields (tenant_id, client_id, client_secret) or sign in (az login)"
             )
-        detail = _describe(exc) if isinstance(exc, HttpResponseError) and status else str(exc)
-        return LandingZoneAccessError(
-            self.auth.mask(f"{what} in {self.location}: {cause}. ({detail.splitlines()[0] if detail else ''})")
-        )
+        detail = _describe(exc) if status else (str(exc).splitlines() or [type(exc).__name__])[0]
+        return LandingZoneAccessError(self.auth.mask(f"{what} in {self.location}: {cause}. ({detail})"))
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -143,7 +142,7 @@ class OneLakeStorage(LandingZoneStorage):
             return self._call(f"listing {folder or '/'}", names)
         except ResourceNotFoundError:
             return []
-        except LandingZoneUnavailableError:
+        except LandingZoneServiceError:
             if self._is_file(full):  # listing a file is refused; it is not a folder
                 return []
             raise
