@@ -105,6 +105,23 @@ class TestPublishToOneLake:
         assert events["partnerName"] == "dbt-openmirror" and events["sourceInfo"]["sourceType"] == "dbt"
         assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
 
+    def test_a_publish_the_service_keeps_failing_is_finished_by_the_next_run(self, project, warehouse, onelake):
+        schema = project.test_schema
+        folder = onelake.root / "workspace" / ITEM_ROOT / f"{schema}.schema" / "customers"
+        published = len(file_markers(folder))
+        set_source(warehouse, schema, f"select * from values (1, 'a', 14), (7, 'g', 70) {COLUMNS}")
+        # Every attempt to rename the run's second file into place fails: the run stops after
+        # journaling and publishing the first one.
+        second = f"{published + 2:020d}.parquet"
+        onelake.inject(status=500, times=1000, operation="rename", path=f"*/customers/{second}")
+        _, output = run_dbt_and_capture(["run"], expect_pass=False)
+        assert "HTTP 500" in output and len(file_markers(folder)) == published + 1
+        onelake.faults.clear()
+        _, output = run_dbt_and_capture(["run"])
+        assert "Rolling forward" in output
+        assert len(file_markers(folder)) == published + 2
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
     def test_the_secret_appears_nowhere(self, project, logs_dir):
         _, output = run_dbt_and_capture(["debug"])
         assert "All checks passed" in output and "client_id" in output and SECRET not in output
