@@ -101,9 +101,11 @@ class OneLakeStorage(LandingZoneStorage):
         except HttpResponseError as exc:
             if exc.status_code in (401, 403):
                 raise self._access_error(what, exc.status_code, exc) from None
-            raise LandingZoneServiceError(
+            error = LandingZoneServiceError(
                 self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}")
-            ) from None
+            )
+            error.status_code = exc.status_code
+            raise error from None
         except AzureError as exc:
             raise LandingZoneServiceError(
                 self.auth.mask(f"{what} in {self.location} failed after retries: {exc}")
@@ -269,12 +271,14 @@ class OneLakeStorage(LandingZoneStorage):
         pause = self._retry.backoff_seconds
         while True:
             try:
-                directory.delete_directory()
+                self._call(f"deleting {folder}", directory.delete_directory)
             except ResourceNotFoundError:
                 pass
-            except HttpResponseError as exc:
-                if exc.status_code not in _FOLDER_BUSY:
-                    self._call(f"deleting {folder}", lambda: _reraise(exc))
+            except ResourceExistsError:  # 409: the service still holds the folder
+                pass
+            except LandingZoneServiceError as exc:
+                if getattr(exc, "status_code", None) not in _FOLDER_BUSY:
+                    raise
             if not self.exists(folder):
                 return
             if time.monotonic() + pause > deadline:
@@ -344,6 +348,3 @@ def _describe(exc: HttpResponseError) -> str:
 def _raise_for(response: Any) -> None:
     raise HttpResponseError(response=response)
 
-
-def _reraise(exc: Exception) -> None:
-    raise exc
