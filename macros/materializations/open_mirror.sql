@@ -56,7 +56,8 @@
   {%- do adapter.openmirror_drop_ignored_columns(new_relation, plan) -%}
   {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, new_relation, existing_relation, key_columns) -%}
 
-  {#- 3. Spark stages the change rows as Parquet where the mirror does not look. -#}
+  {#- 3. Spark stages the change rows as Parquet where the mirror does not look (the landing
+       zone's _scratchPad, or a local folder whose files are then uploaded there). -#}
   {%- set staging = adapter.openmirror_staging(run_id) -%}
   {%- call statement('parquet_timestamps') -%}
     set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
@@ -65,6 +66,7 @@
     {{ adapter.openmirror_write_sql(mirror, staging.uri, change_rows) }}
   {%- endcall -%}
   {%- set counts = adapter.openmirror_marker_counts(staging.uri) -%}
+  {%- do adapter.openmirror_land_staged_files(staging) -%}
   {%- set pending = adapter.openmirror_prepare(mirror, key_columns, staging, state, plan, counts, run_id) -%}
 
   {#- 4. The output records the number it will match, then is published and becomes the snapshot. -#}

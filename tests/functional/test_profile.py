@@ -29,8 +29,10 @@ def _debug_with_profile(tmp_path, target_fields):
     "fields, message",
     [
         ({}, "Must specify `landing_zone`"),
-        ({"landing_zone": "https://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone"},
-         "not supported by this version yet"),
+        ({"landing_zone": "http://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone"},
+         "use https:// or abfss://"),
+        ({"landing_zone": "https://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone",
+          "auth": "service_principal", "client_id": "c"}, "needs tenant_id, client_secret"),
         ({"landing_zone": "s3://bucket/lz"}, "unknown scheme 's3://'"),
     ],
 )

@@ -220,3 +220,56 @@ def test_status_shows_the_lease_and_an_unfinished_publish(storage, capsys):
     assert "lease: run run-3 (model 'm'" in out
     assert "unfinished publish of run run-2 (1 files after 1); the next dbt run of 'm'" in out
     LeaseManager(storage).release(lease)
+
+
+def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    # Someone else put file 2 into the folder; our record says we published up to 1.
+    (storage.root / TABLE / "00000000000000000002.parquet").write_bytes(b"foreign")
+    state = Publisher(storage).table_state(TABLE)
+    assert state.last_sequence_number == 2
+    assert "holds file 00000000000000000002.parquet" in state.numbering_conflict
+    assert "last number it published is 1" in state.numbering_conflict
+    assert "--full-refresh" in state.numbering_conflict
+
+
+def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, 1)
+    publish(storage, 1, last=1)
+    for name in ("00000000000000000001.parquet", "00000000000000000002.parquet"):
+        (storage.root / TABLE / name).unlink()
+    state = Publisher(storage).table_state(TABLE)
+    assert (state.last_sequence_number, state.numbering_conflict) == (2, None)
+
+
+def test_abandoning_after_renames_records_the_numbers_it_published(storage):
+    publisher, pending = journaled_second_publish(storage, 2, 3)
+    storage.rename_create_only(*_final(pending.files[0]))
+    publisher.abandon(pending)
+    state = publisher.table_state(TABLE)
+    # File 2 is ours: no conflict, and the snapshot (at 1) no longer matches, so the plan rebuilds.
+    assert (state.pending, state.last_sequence_number, state.numbering_conflict) == (None, 2, None)
+
+
+def test_the_first_publish_identifies_the_publisher_once(storage):
+    from dbt.adapters.openmirror.__version__ import version
+    from dbt.version import __version__ as dbt_version
+
+    stage(storage, 1)
+    publish(storage, 1)
+    events = json.loads((storage.root / "_partnerEvents.json").read_text())
+    assert events == {
+        "partnerName": "dbt-openmirror",
+        "sourceInfo": {
+            "sourceType": "dbt", "sourceVersion": dbt_version,
+            "additionalInformation": {"publisher": "dbt-openmirror", "publisherVersion": version},
+        },
+    }
+    # Written create-only and never replaced: a file someone edited stays as it is.
+    (storage.root / "_partnerEvents.json").write_text('{"partnerName": "edited"}')
+    stage(storage, 1)
+    publish(storage, 1, last=1)
+    assert json.loads((storage.root / "_partnerEvents.json").read_text()) == {"partnerName": "edited"}

@@ -1,6 +1,6 @@
 import pytest
 
-from dbt.adapters.openmirror.errors import KeyColumnsError
+from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
 from dbt.adapters.openmirror.publisher import TableFolderState
 from dbt.adapters.openmirror.run_plan import (
     INCREMENTAL,
@@ -71,3 +71,10 @@ def test_snapshot_record_from_table_properties():
     assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12, "run-7")
     assert snapshot_record({"openmirror.table_folder": FOLDER}) is None
     assert snapshot_record({"openmirror.table_folder": FOLDER, "openmirror.sequence_number": "x"}) is None
+
+
+def test_files_we_did_not_publish_stop_the_run_unless_it_rebuilds():
+    conflict = TableFolderState(True, ["id"], 4, numbering_conflict="holds file 4 but ... 3")
+    with pytest.raises(PublishError, match="Model 'm': holds file 4"):
+        plan(folder=conflict)
+    assert plan(folder=conflict, full_refresh=True).mode == REBUILD

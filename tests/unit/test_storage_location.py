@@ -14,7 +14,6 @@ def test_paths_and_file_urls(tmp_path):
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("abfss://ws@onelake.dfs.fabric.microsoft.com/db/Files/LandingZone", "not supported by this version yet"),
         ("s3://bucket/x", "unknown scheme"),
         ("file://server/share", "must name a local path"),
     ],

@@ -1,20 +1,36 @@
 """The `dbt-openmirror` command: check a landing zone, replay it locally, show its status."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
+from dbt.adapters.openmirror.errors import OpenMirrorError
 from dbt.adapters.openmirror.landing_zone import parse_sequence_number, table_folders
 from dbt.adapters.openmirror.lease import LeaseManager
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.local_mirror.replay import STATUS_FILE, LocalMirror
+from dbt.adapters.openmirror.monitoring import (
+    REPLICATOR_FILE,
+    TABLES_FILE,
+    describe_replicator,
+    parse_tables,
+)
 from dbt.adapters.openmirror.publisher import Publisher
-from dbt.adapters.openmirror.storage import open_landing_zone
+from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
+from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
 from dbt.adapters.openmirror.validate import ERROR, validate
 
 
+def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
+    """The landing zone named on the command line; OneLake sign-in from the options (the client
+    secret only from AZURE_CLIENT_SECRET, never from the command line)."""
+    auth = AzureAuth(args.auth, args.tenant_id, args.client_id, os.environ.get("AZURE_CLIENT_SECRET"))
+    return open_landing_zone(args.landing_zone, auth)
+
+
 def _replay(args: argparse.Namespace) -> int:
-    mirror = LocalMirror(open_landing_zone(args.landing_zone), Path(args.target).resolve())
+    mirror = LocalMirror(_landing_zone(args), Path(args.target).resolve())
     statuses = mirror.replay()
     for status in statuses:
         line = (
@@ -28,23 +44,29 @@ def _replay(args: argparse.Namespace) -> int:
     return 1 if any(s.status == "Error" for s in statuses) else 0
 
 
+def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> Tuple[str, Optional[str], Optional[str]]:
+    """(where from, tables.json text, replicator.json text): the local mirror's with --target,
+    otherwise the service's Files/Monitoring beside the landing zone."""
+    if args.target:
+        path = Path(args.target).resolve() / STATUS_FILE
+        return "local mirror", (path.read_text(encoding="utf-8") if path.exists() else None), None
+    return "Files/Monitoring", storage.read_monitoring(TABLES_FILE), storage.read_monitoring(REPLICATOR_FILE)
+
+
 def _status(args: argparse.Namespace) -> int:
-    storage = open_landing_zone(args.landing_zone)
+    storage = _landing_zone(args)
     publisher = Publisher(storage)
     leases = LeaseManager(storage)
-    mirrored = {}
-    if args.target:
-        mirrored = LocalMirror(storage, Path(args.target).resolve()).read_status()
-    print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror")
+    source, tables_text, replicator_text = _mirror_status(args, storage)
+    mirrored = parse_tables(tables_text, f"{source} {TABLES_FILE}") if tables_text else {}
+    if replicator_text:
+        print(f"mirrored database ({source}): {describe_replicator(replicator_text)}")
+    print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror ({source})")
     for schema, table, folder in table_folders(storage):
         state = publisher.table_state(folder)
         waiting = sum(1 for n in storage.list_names(folder) if parse_sequence_number(n) is not None)
         status = mirrored.get((schema, table))
-        mirror = "-"
-        if status is not None:
-            mirror = f"{status.status}, {status.metrics['processedRows']} rows processed"
-            if status.errorMessage:
-                mirror += f": {status.errorMessage}"
+        mirror = status.describe() if status is not None else "-"
         print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
         for note in _publisher_notes(leases, folder, state):
             print(f"    {note}")
@@ -57,6 +79,8 @@ def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
     lease = leases.current(folder)
     if lease is not None:
         notes.append(f"lease: {lease.holder.describe()}")
+    if state.numbering_conflict:
+        notes.append(f"numbering: {state.numbering_conflict}")
     if state.pending is not None:
         notes.append(
             f"unfinished publish of run {state.pending.run_id} ({len(state.pending.files)} files "
@@ -67,7 +91,7 @@ def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    findings = validate(open_landing_zone(args.landing_zone))
+    findings = validate(_landing_zone(args))
     for finding in findings:
         print(finding)
     errors = sum(1 for f in findings if f.severity == ERROR)
@@ -75,26 +99,45 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "landing_zone",
+        help="landing zone: a folder, a file:// URL, a OneLake / ADLS Gen2 https:// URL or its abfss:// form",
+    )
+    command.add_argument(
+        "--auth", choices=AUTH_METHODS, default=DEFAULT,
+        help="OneLake sign-in (service_principal reads the secret from AZURE_CLIENT_SECRET)",
+    )
+    command.add_argument("--tenant-id", help="OneLake: tenant of the service principal or CLI login")
+    command.add_argument("--client-id", help="OneLake: service principal or user-assigned managed identity")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="dbt-openmirror", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
     replay = commands.add_parser("replay", help="apply a landing zone to local Delta tables")
-    replay.add_argument("landing_zone", help="landing zone folder or file:// URL")
+    _landing_zone_arguments(replay)
     replay.add_argument("--target", required=True, help="folder of the local mirrored database")
     replay.set_defaults(run=_replay)
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
-    check.add_argument("landing_zone")
+    _landing_zone_arguments(check)
     check.set_defaults(run=_validate)
-    status = commands.add_parser("status", help="per table: last number, files waiting, mirror state")
-    status.add_argument("landing_zone")
-    status.add_argument("--target", help="the local mirror written by `replay`")
+    status = commands.add_parser(
+        "status", help="per table: last number, files waiting, the mirror's status (Files/Monitoring)"
+    )
+    _landing_zone_arguments(status)
+    status.add_argument("--target", help="show the local mirror written by `replay` instead of the service's")
     status.set_defaults(run=_status)
     return top
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except OpenMirrorError as exc:  # a message for the user, not a traceback
+        print(f"dbt-openmirror {args.command}: {exc.msg}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -33,3 +33,12 @@ class TargetExistsError(PublishError):
 
 class LeaseHeldError(PublishError):
     """Another run publishes the same table folder now (or took over this run's lease)."""
+
+
+class LandingZoneAccessError(OpenMirrorError):
+    """The landing zone refused our identity (401/403) or no token could be had: not retried."""
+
+
+class LandingZoneServiceError(OpenMirrorError):
+    """The landing zone's service refused a request, or kept failing it (throttling, timeouts,
+    server errors) after every retry."""

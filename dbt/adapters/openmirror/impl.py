@@ -6,6 +6,7 @@ materialization only sequences them.
 
 import threading
 import uuid
+from dataclasses import asdict
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -17,7 +18,7 @@ from dbt_common.invocation import get_invocation_id
 from dbt.adapters.openmirror import change_sql
 from dbt.adapters.openmirror.config import MirrorConfig, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
-from dbt.adapters.openmirror.errors import LandingZoneConfigError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
 from dbt.adapters.openmirror.keys import raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, scratch_path
 from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
@@ -39,6 +40,13 @@ from dbt.adapters.openmirror.run_plan import (
     snapshot_record,
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.staging import (
+    Staging,
+    choose_mode,
+    discard_local,
+    land_staged_files,
+    start_staging,
+)
 from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
 from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 
@@ -57,6 +65,10 @@ class OpenMirrorAdapter(SparkAdapter):
         # Leases held per thread (dbt runs models in threads), released when the model ends.
         self._leases: Dict[int, List[Tuple[Lease, Heartbeat]]] = {}
         self._leases_lock = threading.Lock()
+        # Upload staging: local folders Spark wrote into, removed when the model ends.
+        self._local_staging: Dict[int, List[Staging]] = {}
+        self._staging_mode: Optional[str] = None
+        self._staging_lock = threading.Lock()
 
     @cached_property
     def fault_injector(self) -> Optional[FaultInjector]:
@@ -65,7 +77,8 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @cached_property
     def landing_zone(self) -> LandingZoneStorage:
-        storage = open_landing_zone(self.config.credentials.landing_zone)
+        credentials = self.config.credentials
+        storage = open_landing_zone(credentials.landing_zone, credentials.azure_auth())
         if self.fault_injector is not None:
             return FaultInjectingStorage(storage, self.fault_injector)
         return storage
@@ -83,7 +96,7 @@ class OpenMirrorAdapter(SparkAdapter):
         probe = f"{SCRATCH_FOLDER}/dbt-openmirror/debug-{uuid.uuid4().hex}"
         try:
             self.landing_zone.check_writable(probe)
-        except OSError as exc:
+        except (OSError, OpenMirrorError) as exc:
             raise LandingZoneConfigError(
                 f"landing zone {self.landing_zone.location} is not writable: {exc}"
             ) from exc
@@ -138,6 +151,10 @@ class OpenMirrorAdapter(SparkAdapter):
     def release_connection(self) -> None:
         # dbt releases the connection when a model ends, also when it failed: free its leases.
         self._release_leases(lambda lease: True)
+        with self._leases_lock:
+            staged = self._local_staging.pop(threading.get_ident(), [])
+        for staging in staged:
+            discard_local(staging)
         super().release_connection()
 
     def _refresh_cached_relations(self, relations: Sequence[Any]) -> None:
@@ -299,10 +316,51 @@ class OpenMirrorAdapter(SparkAdapter):
         self.drop_relation(relation)
         self.rename_relation(projected, relation)
 
+    def staging_mode(self) -> str:
+        """direct or upload (staging.py), decided once per invocation."""
+        with self._staging_lock:
+            if self._staging_mode is None:
+                self._staging_mode = choose_mode(
+                    self.config.credentials.spark_staging, self.landing_zone.shared_with_spark,
+                    self._spark_master, self._spark_can_write_landing_zone,
+                )
+                logger.info(f"Spark stages change files with spark_staging={self._staging_mode}")
+            return self._staging_mode
+
+    def _spark_master(self) -> Optional[str]:
+        _, rows = self.execute("set spark.master", fetch=True)
+        return str(rows[0][1]) if rows else None
+
+    def _spark_can_write_landing_zone(self) -> bool:
+        probe = f"{SCRATCH_FOLDER}/dbt-openmirror/probe-{uuid.uuid4().hex}"
+        uri = self.landing_zone.spark_uri(probe)
+        try:
+            self.execute(change_sql.write_files_sql(uri, "select 1 as probe", "snappy", None))
+        except Exception as exc:  # any failure means: let the adapter upload instead
+            logger.info(
+                f"Spark cannot write {self.landing_zone.location} itself ({type(exc).__name__}); "
+                "change files are uploaded by the adapter"
+            )
+            return False
+        finally:
+            try:
+                self.landing_zone.delete_folder(probe)
+            except Exception as exc:  # a leftover probe in _scratchPad is harmless
+                logger.debug(f"could not delete the staging probe {probe}: {exc}")
+        return True
+
     @available
-    def openmirror_staging(self, run_id: str) -> Dict[str, str]:
-        path = scratch_path(run_id)
-        return {"path": path, "uri": self.landing_zone.spark_uri(path)}
+    def openmirror_staging(self, run_id: str) -> Dict[str, Optional[str]]:
+        staging = start_staging(self.landing_zone, scratch_path(run_id), self.staging_mode())
+        with self._leases_lock:
+            self._local_staging.setdefault(threading.get_ident(), []).append(staging)
+        return asdict(staging)
+
+    @available
+    def openmirror_land_staged_files(self, staging: Dict[str, Optional[str]]) -> None:
+        """Upload mode: the staged files go into the landing zone's _scratchPad before anything
+        refers to them; direct mode: nothing to do."""
+        land_staged_files(self.landing_zone, Staging(**staging))
 
     @available
     def openmirror_write_sql(self, mirror: MirrorConfig, uri: str, select_sql: str) -> str:

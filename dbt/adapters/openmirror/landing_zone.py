@@ -19,6 +19,8 @@ PUBLISH_RECORD_FILE = "_dbt_openmirror.json"
 # The service moves processed data files here; numbers found in them still count.
 PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 SCRATCH_FOLDER = "_scratchPad"
+# Identifies the publisher to the service (spec section 1), at the landing zone root.
+PARTNER_EVENTS_FILE = "_partnerEvents.json"
 SCHEMA_FOLDER_SUFFIX = ".schema"
 # Tables without a schema folder land in the mirrored database's default schema.
 DEFAULT_SCHEMA = "dbo"
@@ -83,6 +85,22 @@ def scratch_path(run_id: str) -> str:
 
 def metadata_json(key_columns: Sequence[str]) -> str:
     return json.dumps({"keyColumns": list(key_columns)}, indent=2) + "\n"
+
+
+def partner_events_json() -> str:
+    """Who publishes: dbt-openmirror (and its version) for a dbt project."""
+    from dbt.adapters.openmirror.__version__ import version
+    from dbt.version import __version__ as dbt_version
+
+    document = {
+        "partnerName": "dbt-openmirror",
+        "sourceInfo": {
+            "sourceType": "dbt",
+            "sourceVersion": dbt_version,
+            "additionalInformation": {"publisher": "dbt-openmirror", "publisherVersion": version},
+        },
+    }
+    return json.dumps(document, indent=2) + "\n"
 
 
 def key_columns_from_metadata(text: str, where: str) -> List[str]:

@@ -16,15 +16,17 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.change_sql import ROW_MARKER
-from dbt.adapters.openmirror.errors import PublishError
+from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
 from dbt.adapters.openmirror.landing_zone import (
     METADATA_FILE,
+    PARTNER_EVENTS_FILE,
     PROCESSED_FOLDERS,
     PUBLISH_RECORD_FILE,
     data_file_name,
     highest_sequence_number,
     key_columns_from_metadata,
     metadata_json,
+    partner_events_json,
 )
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -110,6 +112,8 @@ class TableFolderState:
     key_columns: Optional[List[str]]
     last_sequence_number: int
     pending: Optional[PendingPublish] = None
+    #: Why the numbers found disagree with our record (files we never published), if they do.
+    numbering_conflict: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -167,8 +171,21 @@ class Publisher:
         pending = (
             PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         )
+        conflict = None
+        if pending is None and found > record.last_sequence_number:
+            conflict = self._numbering_conflict(table_folder, found, record.last_sequence_number)
         # The service purges processed files after a while; our record still knows the number.
-        return TableFolderState(True, keys, max(found, record.last_sequence_number), pending)
+        return TableFolderState(True, keys, max(found, record.last_sequence_number), pending, conflict)
+
+    def _numbering_conflict(self, table_folder: str, found: int, recorded: int) -> str:
+        return (
+            f"{self.storage.location}/{table_folder} holds file {data_file_name(found)} but "
+            f"dbt-openmirror's record ({PUBLISH_RECORD_FILE}) says the last number it published is "
+            f"{recorded}: files after {recorded} were written by someone else (another publisher, "
+            "or a copied or restored folder). Nothing was published. Find out who writes into this "
+            f"folder; then remove the files after {recorded} if they are not wanted, or run with "
+            "--full-refresh to rebuild the table from the model."
+        )
 
     # -- checking what Spark staged ---------------------------------------------------------------
 
@@ -256,6 +273,7 @@ class Publisher:
     def complete(self, pending: PendingPublish) -> None:
         """Metadata, then every file not yet in place. Safe to repeat after a crash."""
         folder = pending.table_folder
+        self._identify_publisher()
         if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
             # Written before any data file, so the first file is never read as insert-only.
             self.storage.write_text(
@@ -271,6 +289,15 @@ class Publisher:
                 # Stopped between linking the final name and unlinking the staged one.
                 self._check_same_size(staged_path, f"{folder}/{name}", pending.model)
                 self.storage.delete_file(staged_path)
+
+    def _identify_publisher(self) -> None:
+        """`_partnerEvents.json` at the landing zone root, written once (create-only)."""
+        if self.storage.read_text(PARTNER_EVENTS_FILE) is not None:
+            return
+        try:
+            self.storage.write_text(PARTNER_EVENTS_FILE, partner_events_json(), create_only=True)
+        except TargetExistsError:
+            pass  # another run wrote it first; the content is the same kind of statement
 
     def _check_same_size(self, staged_path: str, final_path: str, model: str) -> None:
         if final_path.rsplit("/", 1)[-1] not in self.storage.list_names(final_path.rsplit("/", 1)[0]):
@@ -292,12 +319,17 @@ class Publisher:
         self.storage.delete_folder(pending.staged_folder)
 
     def abandon(self, pending: PendingPublish) -> None:
-        """Forget a publish that cannot be finished: the record keeps its committed number."""
+        """Forget a publish that cannot be finished. The record keeps its committed number, or
+        the highest number the abandoned run did rename into place: those files are ours."""
         record = self.read_record(pending.table_folder)
         if record is not None:
+            published = highest_sequence_number(
+                sorted(set(pending.names) & self.published_names(pending.table_folder))
+            )
+            last = max(record.last_sequence_number, published)
             self.storage.write_text(
                 f"{pending.table_folder}/{PUBLISH_RECORD_FILE}",
-                replace(record, pending=None).to_json(), create_only=False,
+                replace(record, last_sequence_number=last, pending=None).to_json(), create_only=False,
             )
         self.storage.delete_folder(pending.staged_folder)
 

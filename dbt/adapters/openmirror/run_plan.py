@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from dbt.adapters.openmirror.errors import KeyColumnsError
+from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
 from dbt.adapters.openmirror.publisher import TableFolderState
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan, plan_schema
 
@@ -66,6 +66,8 @@ def _folder_plan(
     """(mode, reason) from the table folder and the snapshot alone."""
     if full_refresh:
         return (REBUILD if folder.exists else INITIAL), "--full-refresh"
+    if folder.numbering_conflict:
+        raise PublishError(f"Model '{model}': {folder.numbering_conflict}")
     check_key_columns(model, folder.key_columns, key_columns)
     if not folder.exists:
         return INITIAL, ("the table folder was missing" if snapshot else "first publish")

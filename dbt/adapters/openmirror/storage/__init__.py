@@ -1,15 +1,16 @@
 """Choose the storage backend once, from the profile's `landing_zone`."""
 
 from pathlib import Path
+from typing import Optional
 from urllib.parse import unquote, urlparse
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
+from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 from dbt.adapters.openmirror.storage.local import LocalStorage
+from dbt.adapters.openmirror.storage.location import is_remote, parse_location
 
-__all__ = ["LandingZoneStorage", "LocalStorage", "local_root", "open_landing_zone"]
-
-_REMOTE_SCHEMES = ("https", "http", "abfss", "abfs")
+__all__ = ["LandingZoneStorage", "LocalStorage", "canonical_landing_zone", "local_root", "open_landing_zone"]
 
 
 def local_root(landing_zone: str) -> Path:
@@ -21,15 +22,10 @@ def local_root(landing_zone: str) -> Path:
                 f"landing_zone {landing_zone!r}: file:// URLs must name a local path (file:///...)"
             )
         path = Path(unquote(parsed.path))
-    elif parsed.scheme in _REMOTE_SCHEMES:
-        raise LandingZoneConfigError(
-            f"landing_zone {landing_zone!r}: OneLake / ADLS landing zones are not supported by this "
-            "version yet; use a local folder or a file:// URL"
-        )
     elif parsed.scheme and len(parsed.scheme) > 1:  # "C:\\..." parses as scheme "c"
         raise LandingZoneConfigError(
-            f"landing_zone {landing_zone!r}: unknown scheme '{parsed.scheme}://' "
-            "(expected a local folder or a file:// URL)"
+            f"landing_zone {landing_zone!r}: unknown scheme '{parsed.scheme}://' (expected a local "
+            "folder, a file:// URL, a OneLake or ADLS Gen2 https:// URL, or its abfss:// form)"
         )
     else:
         path = Path(landing_zone).expanduser()
@@ -39,5 +35,19 @@ def local_root(landing_zone: str) -> Path:
     return root
 
 
-def open_landing_zone(landing_zone: str) -> LandingZoneStorage:
-    return LocalStorage(local_root(landing_zone))
+def canonical_landing_zone(landing_zone: str) -> str:
+    """The landing zone in one spelling (checked): an absolute folder, or a https:// DFS URL."""
+    if is_remote(landing_zone):
+        return parse_location(landing_zone).url
+    return str(local_root(landing_zone))
+
+
+def open_landing_zone(landing_zone: str, auth: Optional[AzureAuth] = None) -> LandingZoneStorage:
+    if not is_remote(landing_zone):
+        return LocalStorage(local_root(landing_zone))
+    # Imported here: the Azure SDKs are only needed for remote landing zones.
+    from dbt.adapters.openmirror.storage.azure_auth import token_credential
+    from dbt.adapters.openmirror.storage.onelake import OneLakeStorage
+
+    auth = auth or AzureAuth()
+    return OneLakeStorage(parse_location(landing_zone), token_credential(auth), auth)

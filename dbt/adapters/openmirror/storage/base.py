@@ -1,14 +1,17 @@
 """The one storage interface the publisher talks to. Paths are relative to the landing zone root."""
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import BinaryIO, List, Optional
 
 
 class LandingZoneStorage(ABC):
-    """A landing zone root: a local folder now, OneLake later. Nothing else knows which."""
+    """A landing zone root: a local folder, or OneLake / ADLS Gen2. Nothing else knows which."""
 
     #: What users see in messages (never a secret).
     location: str
+    #: Spark writes where the adapter reads (a local folder): staging needs no upload.
+    shared_with_spark: bool = False
 
     @abstractmethod
     def spark_uri(self, path: str) -> str:
@@ -23,11 +26,20 @@ class LandingZoneStorage(ABC):
         """A small file's text, or None when it does not exist."""
 
     @abstractmethod
+    def read_monitoring(self, name: str) -> Optional[str]:
+        """The mirror's status file `name` beside the landing zone (`<item>/Files/Monitoring/`),
+        or None when there is none (or the landing zone is not an item's `Files/LandingZone`)."""
+
+    @abstractmethod
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         """Write a small file so that readers see the whole old or the whole new content.
 
         With create_only, raise TargetExistsError if the file already exists.
         """
+
+    @abstractmethod
+    def upload_file(self, local_path: Path, path: str) -> None:
+        """Copy a local file (of any size, streamed) to `path`, replacing what is there."""
 
     @abstractmethod
     def rename_create_only(self, source: str, target: str) -> None:

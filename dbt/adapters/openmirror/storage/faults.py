@@ -11,6 +11,7 @@ Reads are not counted: failing one changes nothing in the landing zone.
 
 import os
 import signal
+from pathlib import Path
 from typing import BinaryIO, List, Optional
 
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
@@ -63,6 +64,7 @@ class FaultInjectingStorage(LandingZoneStorage):
         self.inner = inner
         self.injector = injector
         self.location = inner.location
+        self.shared_with_spark = inner.shared_with_spark
 
     def spark_uri(self, path: str) -> str:
         return self.inner.spark_uri(path)
@@ -73,9 +75,16 @@ class FaultInjectingStorage(LandingZoneStorage):
     def read_text(self, path: str) -> Optional[str]:
         return self.inner.read_text(path)
 
+    def read_monitoring(self, name: str) -> Optional[str]:
+        return self.inner.read_monitoring(name)
+
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         self.injector.checkpoint(f"write {path}")
         self.inner.write_text(path, text, create_only)
+
+    def upload_file(self, local_path: Path, path: str) -> None:
+        self.injector.checkpoint(f"upload {path}")
+        self.inner.upload_file(local_path, path)
 
     def rename_create_only(self, source: str, target: str) -> None:
         self.injector.checkpoint(f"rename {source} -> {target}")

@@ -11,6 +11,8 @@ from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 
 class LocalStorage(LandingZoneStorage):
+    shared_with_spark = True
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.location = str(root)
@@ -37,6 +39,15 @@ class LocalStorage(LandingZoneStorage):
         except FileNotFoundError:
             return None
 
+    def read_monitoring(self, name: str) -> Optional[str]:
+        # A OneLake item mounted locally (e.g. OneLake file explorer): Files/Monitoring is a sibling.
+        if [part.lower() for part in self.root.parts[-2:]] != ["files", "landingzone"]:
+            return None
+        try:
+            return (self.root.parent / "Monitoring" / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         target = self._resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -53,6 +64,11 @@ class LocalStorage(LandingZoneStorage):
             self._link_then_unlink(temporary, target, path)
         finally:
             temporary.unlink(missing_ok=True)
+
+    def upload_file(self, local_path: Path, path: str) -> None:
+        target = self._resolve(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local_path, target)
 
     def rename_create_only(self, source: str, target: str) -> None:
         target_path = self._resolve(target)

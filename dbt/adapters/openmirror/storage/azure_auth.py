@@ -1,0 +1,89 @@
+"""Which azure-identity credential signs the landing zone's requests, from the profile's `auth`.
+
+The storage SDK asks every credential for the Storage audience (`https://storage.azure.com/.default`),
+the one OneLake accepts (spec section 6).
+"""
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional, Tuple
+
+from dbt.adapters.openmirror.errors import LandingZoneConfigError
+
+DEFAULT, SERVICE_PRINCIPAL, MANAGED_IDENTITY, CLI = "default", "service_principal", "managed_identity", "cli"
+AUTH_METHODS = (DEFAULT, SERVICE_PRINCIPAL, MANAGED_IDENTITY, CLI)
+STORAGE_SCOPE = "https://storage.azure.com/.default"
+MASK = "****"
+
+#: Test tool, not part of the profile contract: a fixed bearer token instead of azure-identity,
+#: for a local DFS stand-in that accepts it.
+TEST_TOKEN = "DBT_OPENMIRROR_TEST_TOKEN"
+
+
+@dataclass(frozen=True)
+class AzureAuth:
+    method: str = DEFAULT
+    tenant_id: Optional[str] = None
+    client_id: Optional[str] = None
+    client_secret: Optional[str] = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.method not in AUTH_METHODS:
+            raise LandingZoneConfigError(
+                f"auth {self.method!r} is not a OneLake sign-in method; use one of {', '.join(AUTH_METHODS)}"
+            )
+        if self.method == SERVICE_PRINCIPAL:
+            missing = [n for n in ("tenant_id", "client_id", "client_secret") if not getattr(self, n)]
+            if missing:
+                raise LandingZoneConfigError(
+                    f"auth: service_principal needs {', '.join(missing)} in the profile"
+                )
+
+    @property
+    def secrets(self) -> Tuple[str, ...]:
+        return tuple(s for s in (self.client_secret,) if s)
+
+    def mask(self, text: str) -> str:
+        """`text` with every secret replaced: for messages that quote other libraries."""
+        for secret in self.secrets:
+            text = text.replace(secret, MASK)
+        return text
+
+
+class StaticTokenCredential:
+    """Test tool: a TokenCredential that always returns the same token."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+        self.scopes_requested: list = []
+
+    def get_token(self, *scopes: str, **kwargs: Any):
+        from azure.core.credentials import AccessToken
+
+        self.scopes_requested.append(scopes)
+        return AccessToken(self._token, 2**31 - 1)
+
+    def get_token_info(self, *scopes: str, options: Any = None):
+        from azure.core.credentials import AccessTokenInfo
+
+        self.scopes_requested.append(scopes)
+        return AccessTokenInfo(self._token, 2**31 - 1)
+
+
+def token_credential(auth: AzureAuth) -> Any:
+    """The azure-identity credential for `auth` (imported here: local landing zones need none)."""
+    test_token = os.environ.get(TEST_TOKEN)
+    if test_token:
+        return StaticTokenCredential(test_token)
+    import azure.identity as identity
+
+    if auth.method == SERVICE_PRINCIPAL:
+        return identity.ClientSecretCredential(auth.tenant_id, auth.client_id, auth.client_secret)
+    if auth.method == MANAGED_IDENTITY:
+        return identity.ManagedIdentityCredential(**({"client_id": auth.client_id} if auth.client_id else {}))
+    if auth.method == CLI:
+        return identity.AzureCliCredential(**({"tenant_id": auth.tenant_id} if auth.tenant_id else {}))
+    # The chain reads AZURE_TENANT_ID and friends itself; client_id picks a user-assigned identity.
+    return identity.DefaultAzureCredential(
+        **({"managed_identity_client_id": auth.client_id} if auth.client_id else {})
+    )

@@ -1,0 +1,114 @@
+"""Where a remote landing zone is: a OneLake or ADLS Gen2 URL split into what the DFS API needs.
+
+Accepted forms (spec section 1):
+- `https://onelake.dfs.fabric.microsoft.com/<workspace>/<item>/Files/LandingZone`, also on a
+  regional host `<region>-onelake.dfs.fabric.microsoft.com`; workspace and item as GUIDs or names
+  (`<name>.MirroredDatabase`);
+- the same in ABFS form: `abfss://<workspace>@onelake.dfs.fabric.microsoft.com/<item>/Files/LandingZone`;
+- any other DFS endpoint, e.g. ADLS Gen2 `https://<account>.dfs.core.windows.net/<filesystem>/<path>`
+  (or a local stand-in `https://127.0.0.1:<port>/<filesystem>/<path>`).
+"""
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional
+from urllib.parse import quote, unquote, urlparse
+
+from dbt.adapters.openmirror.errors import LandingZoneConfigError
+
+REMOTE_SCHEMES = ("https", "http", "abfss", "abfs")
+ONELAKE_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.dfs\.fabric\.microsoft\.com$")
+_ONELAKE_BLOB_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.blob\.fabric\.microsoft\.com$")
+LANDING_ZONE_PATH = ("Files", "LandingZone")
+MONITORING_PATH = ("Files", "Monitoring")
+_BAD_SEGMENT = re.compile(r'[\x00-\x1f\x7f\\*?"<>|]')
+
+
+@dataclass(frozen=True)
+class DfsLocation:
+    """A landing zone root on a DFS endpoint: `<account_url>/<filesystem>/<root>`."""
+
+    account_url: str
+    filesystem: str
+    #: Path of the landing zone root inside the filesystem, without leading or trailing '/'.
+    root: str
+    onelake: bool
+
+    @property
+    def host(self) -> str:
+        return urlparse(self.account_url).netloc
+
+    @property
+    def url(self) -> str:
+        return f"{self.account_url}/{quote(self.filesystem)}/{quote(self.root)}".rstrip("/")
+
+    def abfss_uri(self, path: str) -> str:
+        """What Spark (hadoop-azure) writes to; not percent-encoded, as Hadoop reads it."""
+        full = "/".join(p for p in (self.root, path) if p)
+        return f"abfss://{self.filesystem}@{self.host}/{full}"
+
+    @property
+    def monitoring_root(self) -> Optional[str]:
+        """`<item>/Files/Monitoring`, the service's status files next to `Files/LandingZone`."""
+        parts = self.root.split("/")
+        if tuple(p.lower() for p in parts[-2:]) != tuple(p.lower() for p in LANDING_ZONE_PATH):
+            return None
+        return "/".join([*parts[:-2], *MONITORING_PATH])
+
+
+def is_remote(landing_zone: str) -> bool:
+    return urlparse(landing_zone).scheme.lower() in REMOTE_SCHEMES
+
+
+def _segments(path: str, landing_zone: str) -> List[str]:
+    segments = [unquote(s) for s in path.split("/") if s]
+    for segment in segments:
+        if segment in (".", "..") or _BAD_SEGMENT.search(segment):
+            raise LandingZoneConfigError(
+                f"landing_zone {landing_zone!r}: the path segment {segment!r} cannot be part of a "
+                "landing zone path"
+            )
+    return segments
+
+
+def parse_location(landing_zone: str) -> DfsLocation:
+    """Split a OneLake / ADLS Gen2 landing zone URL, or say what is wrong with it."""
+    parsed = urlparse(landing_zone)
+    scheme = parsed.scheme.lower()
+    if scheme in ("http", "abfs"):
+        raise LandingZoneConfigError(
+            f"landing_zone {landing_zone!r}: use https:// or abfss:// (tokens are only sent over TLS)"
+        )
+    if parsed.query or parsed.fragment or parsed.password or (scheme == "https" and parsed.username):
+        raise LandingZoneConfigError(
+            f"landing_zone {landing_zone!r}: no query string, fragment or credentials in the URL; "
+            "the profile's `auth` fields say how to sign in"
+        )
+    host = (parsed.hostname or "").lower()
+    if not host:
+        raise LandingZoneConfigError(f"landing_zone {landing_zone!r}: the URL names no host")
+    netloc = host + (f":{parsed.port}" if parsed.port else "")
+    if _ONELAKE_BLOB_HOST.match(host):
+        raise LandingZoneConfigError(
+            f"landing_zone {landing_zone!r}: that is OneLake's Blob endpoint; use the DFS host "
+            f"{host.replace('.blob.', '.dfs.')}"
+        )
+    segments = _segments(parsed.path, landing_zone)
+    if scheme == "abfss":
+        if not parsed.username:
+            raise LandingZoneConfigError(
+                f"landing_zone {landing_zone!r}: abfss:// URLs name the filesystem (workspace) "
+                "before the host: abfss://<workspace>@<host>/<path>"
+            )
+        segments = [*_segments(parsed.username, landing_zone), *segments]
+    if not segments:
+        raise LandingZoneConfigError(
+            f"landing_zone {landing_zone!r}: the URL names no filesystem (workspace or container)"
+        )
+    onelake = bool(ONELAKE_HOST.match(host))
+    if onelake and (len(segments) != 4 or [s.lower() for s in segments[2:]] != ["files", "landingzone"]):
+        raise LandingZoneConfigError(
+            f"landing_zone {landing_zone!r}: a OneLake landing zone is "
+            "https://onelake.dfs.fabric.microsoft.com/<workspace>/<item>/Files/LandingZone"
+        )
+    return DfsLocation(f"https://{netloc}", segments[0], "/".join(segments[1:]), onelake)

@@ -1,0 +1,350 @@
+"""A landing zone in OneLake (or any ADLS Gen2 DFS endpoint), through azure-storage-file-datalake.
+
+- Renames are issued as the DFS REST call itself (`PUT <target>` with `x-ms-rename-source`) through
+  the SDK's authenticated pipeline: the SDK's own rename has failed against OneLake (spec section 6).
+  Create-only renames add `If-None-Match: *`, so the service refuses to replace an existing number.
+- Small files are uploaded under an `_`-prefixed temporary name beside the target, then renamed.
+- Reads are ranged: a Parquet footer costs two small requests, not a download of the file.
+- Throttling and transient faults are retried (retry.py); 401/403 fail at once with the likely cause.
+"""
+
+import io
+import time
+import uuid
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, Callable, List, Optional, TypeVar
+from urllib.parse import quote
+
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceNotFoundError,
+)
+from azure.core.rest import HttpRequest
+from azure.storage.filedatalake import DataLakeServiceClient
+
+from dbt.adapters.openmirror.errors import (
+    LandingZoneAccessError,
+    LandingZoneConfigError,
+    LandingZoneServiceError,
+    PublishError,
+    TargetExistsError,
+)
+from dbt.adapters.openmirror.storage.azure_auth import STORAGE_SCOPE, AzureAuth
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.location import DfsLocation
+from dbt.adapters.openmirror.storage.retry import RetrySettings, TransientFaultRetry
+
+T = TypeVar("T")
+
+#: Upload chunk size and parallel appends for staged change files (streamed from disk).
+UPLOAD_CHUNK_BYTES = 8 * 1024 * 1024
+UPLOAD_CONCURRENCY = 4
+#: How long a rebuild waits for the service to let go of a deleted table folder.
+FOLDER_DELETE_TIMEOUT_SECONDS = 300.0
+_READ_BUFFER_BYTES = 1024 * 1024
+# Status codes with which the service refuses a delete while it still works on the folder.
+_FOLDER_BUSY = (409, 423)
+
+
+class OneLakeStorage(LandingZoneStorage):
+    def __init__(
+        self,
+        location: DfsLocation,
+        credential: Any,
+        auth: Optional[AzureAuth] = None,
+        retry: RetrySettings = RetrySettings(),
+        upload_chunk_bytes: int = UPLOAD_CHUNK_BYTES,
+        upload_concurrency: int = UPLOAD_CONCURRENCY,
+        folder_delete_timeout: float = FOLDER_DELETE_TIMEOUT_SECONDS,
+    ) -> None:
+        self.where = location
+        self.location = location.url
+        self.auth = auth or AzureAuth()
+        self.upload_chunk_bytes = upload_chunk_bytes
+        self.upload_concurrency = upload_concurrency
+        self.folder_delete_timeout = folder_delete_timeout
+        self._retry = retry
+        service = DataLakeServiceClient(
+            location.account_url,
+            credential=credential,
+            retry_policy=TransientFaultRetry(retry),
+            connection_timeout=retry.connection_timeout_seconds,
+            read_timeout=retry.read_timeout_seconds,
+        )
+        self._filesystem = service.get_file_system_client(location.filesystem)
+
+    # -- paths ----------------------------------------------------------------------------------
+
+    def _full(self, path: str) -> str:
+        relative = PurePosixPath(path)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.location}")
+        inside = "" if relative == PurePosixPath(".") else relative.as_posix()
+        return "/".join(p for p in (self.where.root, inside) if p)
+
+    def spark_uri(self, path: str) -> str:
+        return self.where.abfss_uri(path)
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def _call(self, what: str, action: Callable[[], T]) -> T:
+        """Run one SDK call; turn what the service said into errors a dbt user can act on."""
+        try:
+            return action()
+        except (ResourceNotFoundError, ResourceExistsError):
+            raise
+        except ClientAuthenticationError as exc:
+            raise self._access_error(what, getattr(exc, "status_code", None), exc) from None
+        except HttpResponseError as exc:
+            if exc.status_code in (401, 403):
+                raise self._access_error(what, exc.status_code, exc) from None
+            error = LandingZoneServiceError(
+                self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}")
+            )
+            error.status_code = exc.status_code
+            raise error from None
+        except AzureError as exc:
+            raise LandingZoneServiceError(
+                self.auth.mask(f"{what} in {self.location} failed after retries: {exc}")
+            ) from None
+
+    def _access_error(self, what: str, status: Optional[int], exc: Exception) -> LandingZoneAccessError:
+        if status == 401:
+            cause = (
+                "the service rejected the token. Likely cause: a token for the wrong audience "
+                f"(it must be {STORAGE_SCOPE}) or tenant, or an expired secret"
+            )
+        elif status == 403:
+            cause = (
+                "the identity is signed in but not allowed to do this. Likely cause: it has no write "
+                "permission on the mirrored database item (give it the Contributor role, or higher, "
+                "on the workspace)"
+            )
+        else:
+            cause = (
+                f"no token could be obtained with auth: {self.auth.method}. Check the profile's "
+                "auth fields (tenant_id, client_id, client_secret) or sign in (az login)"
+            )
+        detail = _describe(exc) if status else (str(exc).splitlines() or [type(exc).__name__])[0]
+        return LandingZoneAccessError(self.auth.mask(f"{what} in {self.location}: {cause}. ({detail})"))
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def list_names(self, folder: str) -> List[str]:
+        full = self._full(folder)
+
+        def names() -> List[str]:
+            paths = self._filesystem.get_paths(path=full or None, recursive=False)
+            return sorted(p.name.rsplit("/", 1)[-1] for p in paths if p.name.strip("/") != full)
+
+        try:
+            return self._call(f"listing {folder or '/'}", names)
+        except ResourceNotFoundError:
+            return []
+        except LandingZoneServiceError:
+            if self._is_file(full):  # listing a file is refused; it is not a folder
+                return []
+            raise
+
+    def _is_file(self, full: str) -> bool:
+        try:
+            properties = self._filesystem.get_file_client(full).get_file_properties()
+        except (ResourceNotFoundError, HttpResponseError):
+            return False
+        return not (properties.metadata or {}).get("hdi_isfolder")
+
+    def read_text(self, path: str) -> Optional[str]:
+        return self._read_whole(self._full(path), path)
+
+    def read_monitoring(self, name: str) -> Optional[str]:
+        folder = self.where.monitoring_root
+        return None if folder is None else self._read_whole(f"{folder}/{name}", f"../Monitoring/{name}")
+
+    def _read_whole(self, full: str, shown: str) -> Optional[str]:
+        client = self._filesystem.get_file_client(full)
+        try:
+            data = self._call(f"reading {shown}", lambda: client.download_file().readall())
+        except ResourceNotFoundError:
+            return None
+        return data.decode("utf-8")
+
+    def size(self, path: str) -> int:
+        client = self._filesystem.get_file_client(self._full(path))
+        try:
+            return self._call(f"reading the size of {path}", lambda: client.get_file_properties().size)
+        except ResourceNotFoundError:
+            raise FileNotFoundError(f"{self.location}/{path}") from None
+
+    def open_read(self, path: str) -> BinaryIO:
+        client = self._filesystem.get_file_client(self._full(path))
+        size = self.size(path)
+        return io.BufferedReader(_RangedReader(self, path, client, size), buffer_size=_READ_BUFFER_BYTES)
+
+    def exists(self, path: str) -> bool:
+        full = self._full(path)
+        return self._call(f"looking for {path}", lambda: self._filesystem.get_directory_client(full).exists())
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def write_text(self, path: str, text: str, create_only: bool) -> None:
+        target = PurePosixPath(path)
+        # The temporary name starts with '_' so the mirror never picks it up.
+        temporary = str(target.with_name(f"_{target.name}.{uuid.uuid4().hex}.tmp"))
+        client = self._filesystem.get_file_client(self._full(temporary))
+        data = text.encode("utf-8")
+        self._call(f"writing {temporary}", lambda: client.upload_data(data, length=len(data), overwrite=True))
+        try:
+            self._rename(temporary, path, create_only)
+        except BaseException:
+            self.delete_file(temporary)
+            raise
+
+    def upload_file(self, local_path: Path, path: str) -> None:
+        client = self._filesystem.get_file_client(self._full(path))
+        length = local_path.stat().st_size
+
+        def upload() -> None:
+            with open(local_path, "rb") as stream:  # streamed chunk by chunk, never read whole
+                client.upload_data(
+                    stream, length=length, overwrite=True, chunk_size=self.upload_chunk_bytes,
+                    max_concurrency=self.upload_concurrency,
+                )
+
+        self._call(f"uploading {path}", upload)
+
+    def rename_create_only(self, source: str, target: str) -> None:
+        self._rename(source, target, create_only=True)
+
+    def _rename(self, source: str, target: str, create_only: bool) -> None:
+        response = self._send_rename(source, target, create_only)
+        if response.status_code == 404 and _error_code(response) == "RenameDestinationParentPathNotFound":
+            parent = str(PurePosixPath(target).parent)
+            directory = self._filesystem.get_directory_client(self._full(parent))
+            self._call(f"creating {parent}", directory.create_directory)
+            response = self._send_rename(source, target, create_only)
+        if response.status_code in (200, 201):
+            return
+        code = _error_code(response)
+        if response.status_code == 404 and code == "SourcePathNotFound" and self.exists(target):
+            # A retried rename whose first attempt went through but lost its answer. Staged and
+            # temporary names belong to one run (run id, random suffix), so nobody else moved it.
+            return
+        if response.status_code in (409, 412) and (code in ("PathAlreadyExists", "ConditionNotMet") or not code):
+            raise TargetExistsError(f"{target} already exists in the landing zone")
+        if response.status_code == 404:
+            raise FileNotFoundError(f"{self.location}/{source} ({code or 'not found'}): nothing to rename")
+        self._call(f"renaming {source} to {target}", lambda: _raise_for(response))
+
+    def _send_rename(self, source: str, target: str, create_only: bool) -> Any:
+        """`PUT <target>` with `x-ms-rename-source`, through the SDK's whole pipeline (bearer
+        token, retries, logging with the Authorization header redacted)."""
+        client = self._filesystem.get_file_client(self._full(target))
+        headers = {
+            "x-ms-rename-source": f"/{quote(self.where.filesystem)}/{quote(self._full(source))}",
+            "x-ms-version": client.api_version,
+            "Content-Length": "0",
+        }
+        if create_only:
+            headers["If-None-Match"] = "*"
+        request = HttpRequest("PUT", client.url, headers=headers)
+        # The generated client's documented entry point for raw requests; the SDK has no public one.
+        generated = client._client
+        return self._call(f"renaming {source} to {target}", lambda: generated._send_request(request))
+
+    def delete_file(self, path: str) -> None:
+        client = self._filesystem.get_file_client(self._full(path))
+        try:
+            self._call(f"deleting {path}", client.delete_file)
+        except ResourceNotFoundError:
+            pass
+
+    def delete_folder(self, folder: str) -> None:
+        """Delete the folder and wait until it is gone; while the service still holds it (a
+        conflict), try again with growing pauses, up to `folder_delete_timeout` seconds."""
+        if not folder.strip("/."):
+            raise LandingZoneConfigError("refusing to delete the landing zone root")
+        directory = self._filesystem.get_directory_client(self._full(folder))
+        deadline = time.monotonic() + self.folder_delete_timeout
+        pause = self._retry.backoff_seconds
+        while True:
+            try:
+                self._call(f"deleting {folder}", directory.delete_directory)
+            except ResourceNotFoundError:
+                pass
+            except ResourceExistsError:  # 409: the service still holds the folder
+                pass
+            except LandingZoneServiceError as exc:
+                if getattr(exc, "status_code", None) not in _FOLDER_BUSY:
+                    raise
+            if not self.exists(folder):
+                return
+            if time.monotonic() + pause > deadline:
+                raise PublishError(
+                    f"{self.location}/{folder} is still there {self.folder_delete_timeout:.0f} s after "
+                    "deleting it: the mirroring service may still be using it (a table being dropped "
+                    "or replicated). Try again in a few minutes."
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, self._retry.max_backoff_seconds)
+
+
+class _RangedReader(io.RawIOBase):
+    """A seekable read-only file whose reads are ranged downloads."""
+
+    def __init__(self, storage: OneLakeStorage, path: str, client: Any, size: int) -> None:
+        super().__init__()
+        self._storage = storage
+        self._path = path
+        self._client = client
+        self._size = size
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        length = min(len(buffer), self._size - self._position)
+        if length <= 0:
+            return 0
+        offset = self._position
+        data = self._storage._call(
+            f"reading {self._path}",
+            lambda: self._client.download_file(offset=offset, length=length).readall(),
+        )
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+
+def _error_code(response: Any) -> Optional[str]:
+    code = response.headers.get("x-ms-error-code")
+    if code:
+        return code
+    try:
+        return response.json().get("error", {}).get("code")
+    except Exception:  # not JSON: the status says enough
+        return None
+
+
+def _describe(exc: HttpResponseError) -> str:
+    code = getattr(exc, "error_code", None) or (exc.response and _error_code(exc.response))
+    return f"HTTP {exc.status_code} {getattr(code, 'value', code) or exc.reason or ''}".strip()
+
+
+def _raise_for(response: Any) -> None:
+    raise HttpResponseError(response=response)
+

@@ -1,0 +1,55 @@
+"""What the emulator records of each request, and the faults tests inject."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the emulator saw it; `operation` is a name from `wire.operation_of`
+    (create_file, create_directory, append, flush, rename, read, get_properties, list_paths,
+    delete, set_properties, create_filesystem, get_filesystem_properties, delete_filesystem)."""
+
+    method: str
+    path: str  # decoded, "/<filesystem>/<path>"
+    query: dict[str, str]
+    headers: dict[str, str]  # Authorization value redacted
+    operation: str
+    status: Optional[int] = None  # None while running or when the connection was dropped
+
+    def header(self, name: str) -> Optional[str]:
+        return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
+
+
+@dataclass
+class Fault:
+    """An injected misbehaviour for the next `times` requests that match every filter given
+    (`method`, `path` pattern, `operation`, `match` predicate). It answers `status` with `code`
+    (default by status) and `headers`; or, with `drop`, closes the connection unanswered; `delay`
+    seconds pass first (a `status` below 400 only delays the real answer). With
+    `after_operation` the request is carried out before the fault replaces its answer."""
+
+    status: int = 503
+    code: Optional[str] = None
+    message: str = "Injected fault."
+    headers: dict[str, str] = field(default_factory=dict)
+    times: int = 1
+    method: Optional[str] = None
+    path: Optional[str] = None  # fnmatch pattern on the decoded "/<filesystem>/<path>"
+    operation: Optional[str] = None
+    match: Optional[Callable[[RecordedRequest], bool]] = None
+    drop: bool = False
+    delay: float = 0.0
+    after_operation: bool = False
+
+    def matches(self, request: RecordedRequest) -> bool:
+        return (
+            self.times > 0
+            and (self.method is None or self.method.upper() == request.method)
+            and (self.path is None or fnmatch.fnmatchcase(request.path, self.path))
+            and (self.operation is None or self.operation == request.operation)
+            and (self.match is None or self.match(request))
+        )

@@ -1,0 +1,66 @@
+"""OneLake / ADLS Gen2 landing zone URLs: every accepted form, and what is refused with why."""
+
+import pytest
+
+from dbt.adapters.openmirror.errors import LandingZoneConfigError
+from dbt.adapters.openmirror.storage import canonical_landing_zone
+from dbt.adapters.openmirror.storage.location import DfsLocation, parse_location
+
+WS, ITEM = "4f5c9d2e-1b7a-4c3e-9a8d-2f6b1c0e7a91", "0a7e3c1d-9f4b-4d2a-8c6e-5b1f2a3d4e5f"
+
+
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        (f"https://onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone",
+         DfsLocation("https://onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True)),
+        ("https://onelake.dfs.fabric.microsoft.com/Sales/Orders.MirroredDatabase/Files/LandingZone/",
+         DfsLocation("https://onelake.dfs.fabric.microsoft.com", "Sales", "Orders.MirroredDatabase/Files/LandingZone", True)),
+        (f"https://westeurope-onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone",
+         DfsLocation("https://westeurope-onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True)),
+        (f"abfss://{WS}@onelake.dfs.fabric.microsoft.com/{ITEM}/Files/LandingZone",
+         DfsLocation("https://onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True)),
+        ("https://onelake.dfs.fabric.microsoft.com/My%20Space/Orders.MirroredDatabase/Files/LandingZone",
+         DfsLocation("https://onelake.dfs.fabric.microsoft.com", "My Space", "Orders.MirroredDatabase/Files/LandingZone", True)),
+        ("https://myaccount.dfs.core.windows.net/mirror/landing/zone",
+         DfsLocation("https://myaccount.dfs.core.windows.net", "mirror", "landing/zone", False)),
+        ("https://127.0.0.1:8443/ws/item/Files/LandingZone",
+         DfsLocation("https://127.0.0.1:8443", "ws", "item/Files/LandingZone", False)),
+    ],
+)
+def test_accepted_forms(url, expected):
+    assert parse_location(url) == expected
+
+
+def test_one_spelling_for_the_profile_and_urls_for_spark_and_monitoring():
+    abfss = f"abfss://{WS}@onelake.dfs.fabric.microsoft.com/{ITEM}/Files/LandingZone"
+    https = f"https://onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone"
+    assert canonical_landing_zone(abfss) == canonical_landing_zone(https + "/") == https
+    location = parse_location(https)
+    assert location.abfss_uri("_scratchPad/dbt-openmirror/r1") == f"{abfss}/_scratchPad/dbt-openmirror/r1"
+    assert location.monitoring_root == f"{ITEM}/Files/Monitoring"
+    assert parse_location("https://a.dfs.core.windows.net/c/lz").monitoring_root is None
+    assert parse_location("https://onelake.dfs.fabric.microsoft.com/My%20Space/d/Files/LandingZone").url == (
+        "https://onelake.dfs.fabric.microsoft.com/My%20Space/d/Files/LandingZone"
+    )
+
+
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("http://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone", "use https:// or abfss://"),
+        ("abfs://ws@onelake.dfs.fabric.microsoft.com/db/Files/LandingZone", "use https:// or abfss://"),
+        ("https://onelake.dfs.fabric.microsoft.com/ws/db/Files", "a OneLake landing zone is"),
+        ("https://onelake.dfs.fabric.microsoft.com/ws/db/Tables/LandingZone", "a OneLake landing zone is"),
+        ("https://onelake.blob.fabric.microsoft.com/ws/db/Files/LandingZone", "use the DFS host onelake.dfs"),
+        ("https://a.dfs.core.windows.net/c/lz?sv=2024&sig=secret", "no query string"),
+        ("https://user:pw@a.dfs.core.windows.net/c/lz", "no query string"),
+        ("abfss://onelake.dfs.fabric.microsoft.com/db/Files/LandingZone", "name the filesystem"),
+        ("https://a.dfs.core.windows.net/", "names no filesystem"),
+        ("https://a.dfs.core.windows.net/c/x/../y", "cannot be part of a landing zone path"),
+        ("https://a.dfs.core.windows.net/c/a%0Ab", "cannot be part of a landing zone path"),
+    ],
+)
+def test_refused_with_the_reason(url, message):
+    with pytest.raises(LandingZoneConfigError, match=message):
+        parse_location(url)
