@@ -90,26 +90,34 @@ def start(workdir: Path, thrift_port: int, worker_memory: str = "2g") -> dict:
     return {"method": "thrift", "host": HOST, "port": thrift_port, "master": master_url}
 
 
+def _group_gone(pid: int) -> bool:
+    # A child that exited stays a group member (a zombie) until it is reaped.
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def stop(workdir: Path) -> None:
     record = workdir / "processes.json"
     if not record.exists():
         return
-    pids = json.loads(record.read_text())
-    for name in ("thrift", "worker", "master"):
-        pid = pids.get(name)
-        if pid is None:
-            continue
+    pids = [pid for pid in json.loads(record.read_text()).values() if pid is not None]
+    for pid in pids:
         try:
             os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
-            continue
-        for _ in range(30):
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.5)
-        else:
+            pass
+    deadline = time.monotonic() + 15
+    while not all(_group_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in pids:
+        if not _group_gone(pid):
             os.killpg(pid, signal.SIGKILL)
     record.unlink()
 
