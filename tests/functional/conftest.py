@@ -1,9 +1,22 @@
 import pytest
 
+from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
+from tests.dfs_emulator import DfsEmulator
 from tests.functional.mirror import Warehouse
+from tests.functional.onelake import TOKEN
 
 
 @pytest.fixture(scope="class")
 def warehouse(project, tmp_path_factory):
     """SQL on the test project's Spark, through dbt's connection (session or thrift)."""
     return Warehouse(project, tmp_path_factory.mktemp("query_results"))
+
+
+@pytest.fixture(scope="class")
+def onelake(tmp_path_factory):
+    """The DFS stand-in, its certificate trusted, answering only our token."""
+    with DfsEmulator(tmp_path_factory.mktemp("onelake"), ["workspace"], required_token=TOKEN) as dfs:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
+            patch.setenv(TEST_TOKEN, TOKEN)
+            yield dfs

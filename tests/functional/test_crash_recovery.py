@@ -11,6 +11,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
+from tests.functional.onelake import onelake_landing_zone_on_disk, onelake_target
 from tests.functional.mirror import findings_for, model_output, normalized, set_source, table_folder
 from tests.mirror_oracle import data_files, replay
 
@@ -144,4 +145,23 @@ class TestCrashPointSweep:
         ]
         report = sweep(project, warehouse, landing_zone, tmp_path, "added and removed columns",
                        states, ["run"], every_point)
+        assert report.divergences == [] and report.crash_points >= 4
+
+
+class TestCrashPointSweepOnOneLake:
+    """The same sweep with the landing zone on OneLake (the DFS stand-in): uploads of staged
+    files, raw renames and journal writes are crash points too."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, spark_settings, onelake):
+        return onelake_target(spark_settings, onelake)
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_multi_file_publish(self, project, warehouse, onelake, tmp_path, request):
+        every_point = request.config.getoption("--crash-points") == "all"
+        report = sweep(project, warehouse, onelake_landing_zone_on_disk(onelake), tmp_path,
+                       "multi-file publish on OneLake", [STATE_A, STATE_B], ["run"], every_point)
         assert report.divergences == [] and report.crash_points >= 4

@@ -14,14 +14,10 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.cli import main as openmirror
-from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
 from tests.delta_reader import read_delta
-from tests.dfs_emulator import DfsEmulator
+from tests.functional.onelake import ITEM_ROOT, SECRET, TOKEN, onelake_landing_zone_on_disk, onelake_target
 from tests.functional.mirror import assert_mirror_equals, file_markers, model_output, normalized, set_source
 
-ITEM_ROOT = "item/Files/LandingZone"
-TOKEN = "onelake-test-token"
-SECRET = "Zq8~functional-secret-never-shown"
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2) }}
@@ -37,30 +33,10 @@ STEPS = [
 ]
 
 
-@pytest.fixture(scope="class")
-def onelake(tmp_path_factory):
-    """The stand-in, its certificate trusted, answering only our token."""
-    with DfsEmulator(tmp_path_factory.mktemp("onelake"), ["workspace"], required_token=TOKEN) as dfs:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-            patch.setenv(TEST_TOKEN, TOKEN)
-            yield dfs
-
-
 class TestPublishToOneLake:
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, spark_settings, onelake):
-        return {
-            "type": "openmirror",
-            "method": "session",
-            "host": "localhost",
-            "landing_zone": f"{onelake.url}/workspace/{ITEM_ROOT}",
-            "auth": "service_principal",
-            "tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47",
-            "client_id": "3c1d9f4b-0a7e-4d2a-8c6e-5b1f2a3d4e5f",
-            "client_secret": SECRET,
-            "server_side_parameters": spark_settings,
-        }
+        return onelake_target(spark_settings, onelake)
 
     @pytest.fixture(scope="class")
     def models(self):
@@ -71,7 +47,7 @@ class TestPublishToOneLake:
     ):
         schema = project.test_schema
         url = f"{onelake.url}/workspace/{ITEM_ROOT}"
-        on_disk = onelake.root / "workspace" / ITEM_ROOT
+        on_disk = onelake_landing_zone_on_disk(onelake)
         folder = on_disk / f"{schema}.schema" / "customers"
         source = f"select * from {schema}.src"
         for rows, args, mode, new_files, markers in STEPS:
@@ -106,7 +82,7 @@ class TestPublishToOneLake:
 
     def test_a_publish_the_service_keeps_failing_is_finished_by_the_next_run(self, project, warehouse, onelake):
         schema = project.test_schema
-        folder = onelake.root / "workspace" / ITEM_ROOT / f"{schema}.schema" / "customers"
+        folder = onelake_landing_zone_on_disk(onelake) / f"{schema}.schema" / "customers"
         published = len(file_markers(folder))
         set_source(warehouse, schema, f"select * from values (1, 'a', 14), (7, 'g', 70) {COLUMNS}")
         # Every attempt to rename the run's second file into place fails: the run stops after
