@@ -116,7 +116,7 @@ def dbt_profile_target(request, spark_settings, landing_zone):
 @pytest.fixture
 def dfs_emulator(tmp_path):
     """A OneLake-like DFS endpoint on loopback HTTPS with the filesystem (workspace) `workspace`;
-    see tests/dfs_emulator.py for the URL, CA path, test credential and fault injection."""
+    see tests/dfs_emulator for the URL, CA path, test credential and fault injection."""
     from tests.dfs_emulator import DfsEmulator
 
     with DfsEmulator(tmp_path / "onelake", filesystems=["workspace"]) as emulator:

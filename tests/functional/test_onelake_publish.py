@@ -1,5 +1,5 @@
 """The open_mirror materialization publishing into a OneLake landing zone: the local DFS stand-in
-(tests/dfs_emulator.py) on loopback HTTPS, reached through the real Azure SDK and our backend.
+(tests/dfs_emulator) on loopback HTTPS, reached through the real Azure SDK and our backend.
 
 Spark runs locally, so change files are written to a local folder and uploaded (spark_staging
 auto → upload). After every run the table folder (read from the stand-in's disk) is replayed in

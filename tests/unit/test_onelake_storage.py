@@ -1,4 +1,4 @@
-"""The OneLake storage backend against the local DFS stand-in (tests/dfs_emulator.py), driven by
+"""The OneLake storage backend against the local DFS stand-in (tests/dfs_emulator), driven by
 the real azure-storage-file-datalake SDK over HTTPS: every interface method, the create-only
 rename as a raw DFS call, retries, fail-fast authentication errors, streamed uploads, folder
 deletes that wait for the service."""
