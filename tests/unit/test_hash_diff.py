@@ -2,6 +2,7 @@ import json
 
 from dbt.adapters.openmirror.hash_diff import (
     HASH_1,
+    HASH_2,
     MAX_WRITERS,
     ROWS,
     ROWS_PER_WRITER,
@@ -39,28 +40,33 @@ def test_signature_changes_with_a_published_type_or_a_column():
     assert hash_signature([TAGS]) == hash_signature([ColumnSpec("tags", "string")])
 
 
-def test_key_hashes_one_pass_with_counts_null_flags_and_two_seeds():
+def test_key_hashes_one_pass_with_null_flags_and_two_seeds():
     sql = key_hashes_sql("s.t__h", "s.t__new", KEYS, [AMOUNT, TAGS], {"openmirror.run_id": "r'1"})
     assert sql.startswith("create table s.t__h using parquet tblproperties ('openmirror.run_id' = 'r\\'1') as")
-    assert f"count(*) as {ROWS}" in sql
-    assert "xxhash64(1, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as h1" in sql
-    assert "xxhash64(2, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as h2" in sql
-    assert sql.rstrip().endswith("group by `Order_ID`, `line`")
-    assert sql.count("from s.t__new") == 1
+    assert f"xxhash64(1, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_1}" in sql
+    assert f"xxhash64(2, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_2}" in sql
+    assert sql.rstrip().endswith("from s.t__new")
+    assert "group by" not in sql  # no shuffle: a map-only pass
 
 
-def test_key_problems_read_the_hashes_table():
-    sql = key_problems_sql("s.t__h", ["order_id", "line"])
-    assert "from s.t__h where `order_id` is null or `line` is null limit 1" in sql
-    assert f"{ROWS} as rows\n  from s.t__h where {ROWS} > 1 limit 1" in sql
-    assert "concat('order_id=', coalesce(cast(`order_id` as string), 'NULL'))" in sql
+def test_key_problems_per_row_or_counted():
+    per_row = key_problems_sql("s.t__h", ["order_id", "line"], counted=False)
+    assert "from s.t__h where `order_id` is null or `line` is null limit 1" in per_row
+    assert "from s.t__h group by `order_id`, `line` having count(*) > 1 limit 1" in per_row
+    assert "concat('order_id=', coalesce(cast(`order_id` as string), 'NULL'))" in per_row
+    counted = key_problems_sql("s.t__c", ["order_id", "line"], counted=True)
+    assert f"{ROWS} as rows\n  from s.t__c where {ROWS} > 1 limit 1" in counted
+    assert "group by" not in counted
 
 
-def test_changed_keys_join_two_narrow_tables_and_mark_them():
+def test_changed_keys_join_two_narrow_tables_count_and_mark_them():
     sql = changed_keys_sql("s.t__c", "s.t__new_h", "s.t__h", KEYS, "insert_update_delete")
-    assert "from s.t__new_h n\nfull outer join s.t__h o on n.`Order_ID` = o.`Order_ID` and n.`line` = o.`line`" in sql
+    assert f"count(*) as {ROWS}" in sql
+    assert "from s.t__new_h group by `Order_ID`, `line`) n" in sql
+    assert "full outer join s.t__h o on n.`Order_ID` = o.`Order_ID` and n.`line` = o.`line`" in sql
     assert f"when o.{HASH_1} is null then 0 when n.{HASH_1} is null then 2 else 1 end" in sql
-    assert "n.__openmirror_hash2 <> o.__openmirror_hash2" in sql
+    assert f"n.{ROWS} > 1" in sql  # repeated keys are kept for the key check
+    assert f"n.{HASH_2} <> o.{HASH_2}" in sql
     assert "coalesce(n.`Order_ID`, o.`Order_ID`) as `Order_ID`" in sql
     upsert = changed_keys_sql("s.t__c", "s.n", "s.o", KEYS, "upsert")
     assert f"then 4 when n.{HASH_1} is null then 2 else 4 end" in upsert

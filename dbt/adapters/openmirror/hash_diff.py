@@ -1,9 +1,9 @@
 """The fast diff: per-row hashes kept next to the snapshot, so a run compares keys and hashes.
 
-One pass over the new output writes its key hashes table: per key, how many rows carry it (the
-key check reads this narrow table instead of scanning the output again) and a 128-bit hash of the
-row. The snapshot's key hashes table is the one the previous run wrote. Joining the two narrow
-tables finds the changed keys; only those rows are read back from the output and written.
+One pass over the new output (no shuffle) writes its key hashes table: the key and a 128-bit hash
+of each row. The snapshot's key hashes table is the one the previous run wrote. Joining the two
+narrow tables finds the changed keys, and counts the rows per key on the way, which is the key
+check; only the changed rows are then read back from the output and written.
 
 Two xxhash64 values with different leading constants make the 128 bits. Spark's hash functions
 skip NULL arguments, so each column also contributes whether it is NULL: `(a, NULL)` and
@@ -59,20 +59,21 @@ def key_hashes_sql(
     target: str, relation: str, key_columns: Sequence[str], columns: Sequence[ColumnSpec],
     properties: Dict[str, str],
 ) -> str:
-    """Per key of `relation`: its row count and row hash, as a narrow table."""
+    """The key and row hash of every row of `relation`, as a narrow table (no shuffle)."""
     keys = ", ".join(quote(k) for k in key_columns)
     pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
     return (
         f"create table {target} using parquet tblproperties ({pairs}) as\n"
-        f"select {keys}, count(*) as {ROWS}, max(h1) as {HASH_1}, max(h2) as {HASH_2}\n"
-        f"from (select {keys}, {_row_hash(columns, 1)} as h1, {_row_hash(columns, 2)} as h2\n"
-        f"  from {relation})\n"
-        f"group by {keys}"
+        f"select {keys}, {_row_hash(columns, 1)} as {HASH_1}, {_row_hash(columns, 2)} as {HASH_2}\n"
+        f"from {relation}"
     )
 
 
-def key_problems_sql(key_hashes: str, key_columns: Sequence[str]) -> str:
-    """At most one example each of a NULL key and of a duplicated key: (problem, example, rows)."""
+def key_problems_sql(relation: str, key_columns: Sequence[str], counted: bool) -> str:
+    """At most one example each of a NULL key and of a duplicated key: (problem, example, rows).
+
+    `relation` has a row per output row, or (`counted`) a row per key with its row count.
+    """
     example = "concat_ws(', ', {})".format(
         ", ".join(
             f"concat({sql_string(k + '=')}, coalesce(cast({quote(k)} as string), 'NULL'))"
@@ -80,21 +81,27 @@ def key_problems_sql(key_hashes: str, key_columns: Sequence[str]) -> str:
         )
     )
     any_null = " or ".join(f"{quote(k)} is null" for k in key_columns)
+    keys = ", ".join(quote(k) for k in key_columns)
+    duplicates = (
+        f"{ROWS} as rows\n  from {relation} where {ROWS} > 1" if counted
+        else f"count(*) as rows\n  from {relation} group by {keys} having count(*) > 1"
+    )
     return (
         f"select * from (select 'NULL' as problem, {example} as example, 1 as rows\n"
-        f"  from {key_hashes} where {any_null} limit 1)\n"
+        f"  from {relation} where {any_null} limit 1)\n"
         f"union all\n"
-        f"select * from (select 'duplicate' as problem, {example} as example, {ROWS} as rows\n"
-        f"  from {key_hashes} where {ROWS} > 1 limit 1)"
+        f"select * from (select 'duplicate' as problem, {example} as example, {duplicates} limit 1)"
     )
 
 
 def changed_keys_sql(
     target: str, new_hashes: str, previous_hashes: str, key_columns: Sequence[str], change_markers: str
 ) -> str:
-    """Keys that are new, changed or gone, with their marker: a join of two narrow tables."""
+    """Keys that are new, changed or gone, with their marker, and keys the output repeats (with
+    their row count, for the key check). Counting rows per key shares the join's shuffle."""
     new_marker, changed_marker = row_markers(change_markers)
-    keys = ", ".join(f"coalesce(n.{quote(k)}, o.{quote(k)}) as {quote(k)}" for k in key_columns)
+    keys = ", ".join(quote(k) for k in key_columns)
+    either = ", ".join(f"coalesce(n.{quote(k)}, o.{quote(k)}) as {quote(k)}" for k in key_columns)
     join = " and ".join(f"n.{quote(k)} = o.{quote(k)}" for k in key_columns)
     marker = (
         f"cast(case when o.{HASH_1} is null then {new_marker} "
@@ -102,9 +109,11 @@ def changed_keys_sql(
     )
     return (
         f"create table {target} using parquet as\n"
-        f"select {keys}, {marker} as {quote(ROW_MARKER)}\n"
-        f"from {new_hashes} n\nfull outer join {previous_hashes} o on {join}\n"
-        f"where o.{HASH_1} is null or n.{HASH_1} is null\n"
+        f"select {either}, {marker} as {quote(ROW_MARKER)}, n.{ROWS}\n"
+        f"from (select {keys}, count(*) as {ROWS}, max({HASH_1}) as {HASH_1}, max({HASH_2}) as {HASH_2}\n"
+        f"  from {new_hashes} group by {keys}) n\n"
+        f"full outer join {previous_hashes} o on {join}\n"
+        f"where o.{HASH_1} is null or n.{HASH_1} is null or n.{ROWS} > 1\n"
         f"  or n.{HASH_1} <> o.{HASH_1} or n.{HASH_2} <> o.{HASH_2}"
     )
 

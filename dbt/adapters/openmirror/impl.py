@@ -234,7 +234,7 @@ class OpenMirrorAdapter(SparkAdapter):
         self, mirror: MirrorConfig, plan: RunPlan, relation: Any, hashes_relation: Any,
         key_columns: List[str], run_id: str,
     ) -> None:
-        """One pass over the output: its key hashes table, then the key check on that table."""
+        """One pass over the output: its key hashes table (see hash_diff.py)."""
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
         properties = {
             hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: hash_diff.hash_signature(columns),
@@ -242,7 +242,10 @@ class OpenMirrorAdapter(SparkAdapter):
         self.drop_relation(hashes_relation)
         self.execute(hash_diff.key_hashes_sql(str(hashes_relation), str(relation), key_columns, columns, properties))
         self.cache_added(hashes_relation)
-        _, problems = self.execute(hash_diff.key_problems_sql(str(hashes_relation), key_columns), fetch=True)
+
+    def _check_keys(self, mirror: MirrorConfig, relation: Any, key_columns: List[str], counted: bool) -> None:
+        sql = hash_diff.key_problems_sql(str(relation), key_columns, counted)
+        _, problems = self.execute(sql, fetch=True)
         raise_key_problems(mirror.model, key_columns, [tuple(row) for row in problems])
 
     # -- what the landing zone and the snapshot say ---------------------------------------------
@@ -296,19 +299,21 @@ class OpenMirrorAdapter(SparkAdapter):
         relations: Dict[str, Any],
     ) -> Dict[str, Any]:
         """The change rows' select, how many writer tasks write them and whether the rows are
-        shuffled to them (see `change_sql.write_files_sql`).
+        shuffled to them (see `change_sql.write_files_sql`), after the key check.
 
         `relations`: `new` (the output), `previous` (the snapshot), `new_hashes`,
         `previous_hashes` and `changes` (the changed keys of this run).
         """
         new, previous = str(relations["new"]), str(relations["previous"])
         if plan.mode != INCREMENTAL:
+            self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
             sql = change_sql.initial_load_sql(new, plan.schema, mirror.change_markers, mirror.row_marker_position)
             rows = self._row_count(relations["new_hashes"])
             return {"sql": sql, "writers": hash_diff.writer_count(rows, mirror.max_rows_per_file), "shuffle": False}
         signature = hash_diff.hash_signature(hash_diff.hashed_columns(plan.schema, key_columns))
         if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
             logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
+            self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
             sql = change_sql.change_rows_sql(
                 new, previous, plan.schema, key_columns, mirror.change_markers, mirror.row_marker_position,
             )
@@ -320,6 +325,7 @@ class OpenMirrorAdapter(SparkAdapter):
             mirror.change_markers,
         ))
         self.cache_added(changes)
+        self._check_keys(mirror, changes, key_columns, counted=True)
         sql = hash_diff.changed_rows_sql(new, str(changes), plan.schema, key_columns, mirror.row_marker_position)
         writers = hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file)
         return {"sql": sql, "writers": writers, "shuffle": True}
