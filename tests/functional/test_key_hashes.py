@@ -5,6 +5,7 @@ ignored (whole rows are compared) whenever it does not provably belong to the sn
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.openmirror.hash_diff import HASH_1, HASH_2
 from tests.functional.mirror import assert_mirror_equals, file_markers, set_source, table_folder, tree_digest
 
 MODEL = """
@@ -41,7 +42,7 @@ class TestKeyHashes:
     def test_hashes_follow_the_snapshot_and_find_exactly_the_changes(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "hashed")
-        source = f"select * from {schema}.src"
+        source = f"select id, a, b, to_json(tags) as tags from {schema}.src"  # published as JSON
         self._run(project, warehouse, BASE)
         snapshot_run = self._run_id(warehouse, f"{schema}.hashed")
         assert snapshot_run and self._run_id(warehouse, f"{schema}.hashed__om_hashes") == snapshot_run
@@ -72,7 +73,9 @@ class TestKeyHashes:
         # Hashes that do not belong to the snapshot are never trusted: here they are wrong for
         # every row and stamped by another run, so using them would publish 5 updates.
         hashes = f"{schema}.hashed__om_hashes"
-        warehouse.run(f"insert overwrite table {hashes} select id, 0, 0 from {hashes}")
+        warehouse.run(f"create table {hashes}_wrong using parquet as select id, {HASH_1} + 1 as {HASH_1}, {HASH_2} from {hashes}")
+        warehouse.run(f"drop table {hashes}")
+        warehouse.run(f"alter table {hashes}_wrong rename to {hashes}")
         warehouse.run(f"alter table {hashes} set tblproperties ('openmirror.run_id' = 'another run')")
         files = len(file_markers(folder))
         result = self._run(project, warehouse, changed)
