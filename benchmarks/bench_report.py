@@ -71,8 +71,7 @@ def plot(path: Path, summary: List[Dict]) -> None:
         if points:
             by_churn.plot([p[0] * 100 for p in points], [p[1] for p in points], marker="o", label=variant)
     by_rows.set(xlabel="rows (millions)", ylabel="median seconds per run", title="1% churn: time vs rows")
-    by_churn.set(xlabel="churn (%)", ylabel="peak driver heap (MB)", title=f"driver memory vs churn",
-                 xscale="symlog")
+    by_churn.set(xlabel="churn (%)", ylabel="peak JVM heap in use (MB)", title="driver memory vs churn")
     for axes in (by_rows, by_churn):
         axes.grid(alpha=0.3)
         axes.legend()
