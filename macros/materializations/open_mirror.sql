@@ -24,6 +24,10 @@
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
+  {#- Key hashes of the output and of the snapshot (see hash_diff.py), and this run's changed keys. -#}
+  {%- set new_hashes = make_intermediate_relation(target_relation, suffix='__om_new_hashes') -%}
+  {%- set previous_hashes = make_intermediate_relation(target_relation, suffix='__om_hashes') -%}
+  {%- set changes_relation = make_intermediate_relation(target_relation, suffix='__om_changes') -%}
 
   {#- 0. One run publishes a table at a time; it first finishes what an interrupted run left. -#}
   {%- set run_id = adapter.openmirror_run_id() -%}
@@ -40,13 +44,12 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {#- 1. The model output, checked before anything reaches the landing zone. -#}
+  {#- 1. The model output; its keys are checked before anything reaches the landing zone. -#}
   {%- call statement('build_model_output') -%}
     {{ create_table_as(False, new_relation, compiled_code) }}
   {%- endcall -%}
   {%- set new_columns = adapter.get_columns_in_relation(new_relation) -%}
   {%- set key_columns = adapter.openmirror_key_columns(mirror, new_columns) -%}
-  {%- do adapter.openmirror_check_keys(mirror, new_relation, key_columns) -%}
 
   {#- 2. A change file against the snapshot, or a full load when they cannot be trusted. -#}
   {%- set previous_columns = adapter.get_columns_in_relation(existing_relation) if existing_relation is not none else none -%}
@@ -54,7 +57,13 @@
   {%- set snapshot = adapter.openmirror_snapshot_record(existing_relation) -%}
   {%- set plan = adapter.openmirror_plan_run(mirror, key_columns, state, snapshot, full_refresh, previous_columns, new_columns) -%}
   {%- do adapter.openmirror_drop_ignored_columns(new_relation, plan) -%}
-  {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, new_relation, existing_relation, key_columns) -%}
+  {%- do adapter.openmirror_key_hashes(mirror, plan, new_relation, new_hashes, key_columns, run_id) -%}
+  {%- set relations = {
+      'new': new_relation, 'previous': existing_relation, 'target': target_relation,
+      'backup': backup_relation, 'new_hashes': new_hashes, 'previous_hashes': previous_hashes,
+      'changes': changes_relation,
+  } -%}
+  {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, key_columns, snapshot, relations) -%}
 
   {#- 3. Spark stages the change rows as Parquet where the mirror does not look (the landing
        zone's _scratchPad, or a local folder whose files are then uploaded there). -#}
@@ -77,7 +86,7 @@
   {%- call statement('record_snapshot') -%}
     {{ adapter.openmirror_snapshot_record_sql(new_relation, mirror, pending) }}
   {%- endcall -%}
-  {%- set published = adapter.openmirror_publish(mirror, pending, new_relation, target_relation, backup_relation) -%}
+  {%- set published = adapter.openmirror_publish(mirror, pending, relations) -%}
   {%- do adapter.openmirror_release_lease(mirror) -%}
   {%- do store_result('main', response=adapter.openmirror_response(mirror, plan, counts, published.names)) -%}
 

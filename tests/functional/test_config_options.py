@@ -88,9 +88,9 @@ class TestConfigOptions:
     def test_max_rows_per_file_numbers_files_continuously(self, project, warehouse, landing_zone):
         folder = self._folder(project, landing_zone, "split")
         sizes = [len(m) for m in file_markers(folder)]
-        # 5 initial rows in files of 2, 2, 1; then 3 changes in files of 2, 1.
-        assert sizes == [2, 2, 1, 2, 1]
-        assert [p.name for p in data_files(folder)] == [f"{n:020d}.parquet" for n in range(1, 6)]
+        # 5 initial rows, then 3 changes, in files of at most 2 rows written by parallel tasks.
+        assert sum(sizes) == 8 and all(1 <= size <= 2 for size in sizes) and len(sizes) >= 5
+        assert [p.name for p in data_files(folder)] == [f"{n:020d}.parquet" for n in range(1, len(sizes) + 1)]
         assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.src")
 
     def test_validator_finds_nothing_but_the_chosen_marker_position(self, project, landing_zone):

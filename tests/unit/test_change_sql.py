@@ -1,10 +1,10 @@
 from dbt.adapters.openmirror.change_sql import (
     change_rows_sql,
     initial_load_sql,
-    key_problems_sql,
     marker_counts_sql,
     project_columns_sql,
     quote,
+    row_count_sql,
     row_markers,
     sql_string,
     write_files_sql,
@@ -60,18 +60,15 @@ def test_key_only_table_has_only_inserts_and_deletes():
     assert sql.rstrip().endswith("where o.`id` is null or n.`id` is null")
 
 
-def test_composite_key_join_and_problem_examples():
-    sql = key_problems_sql("s.new", ["order_id", "line"])
-    assert "`order_id` is null or `line` is null" in sql
-    assert "group by `order_id`, `line` having count(*) > 1" in sql
-    assert "concat('order_id=', coalesce(cast(`order_id` as string), 'NULL'))" in sql
-
-
 def test_write_and_count():
-    sql = write_files_sql("file:///lz/_scratchPad/x", "select 1", "zstd", 1000)
+    sql = write_files_sql("file:///lz/_scratchPad/x", "select 1", "zstd", 1000, 3, True)
     assert sql.startswith("insert overwrite directory 'file:///lz/_scratchPad/x'")
     assert "options (compression 'zstd', maxRecordsPerFile '1000')" in sql
-    assert "maxRecordsPerFile" not in write_files_sql("file:///x", "select 1", "none", 0)
+    assert "select /*+ REPARTITION(3) */ * from (\nselect 1\n) change_rows" in sql
+    merged = write_files_sql("file:///x", "select 1", "none", 0, 2, False)
+    assert "maxRecordsPerFile" not in merged
+    assert "select /*+ COALESCE(2) */ * from" in merged
+    assert row_count_sql("s.t") == "select count(*) from s.t"
     assert "from parquet.`file:///x` group by `__rowMarker__`" in marker_counts_sql("file:///x")
 
 

@@ -1,10 +1,10 @@
-"""Spark SQL for one publish, built from plain values: validate keys, diff, write, count.
+"""Spark SQL for one publish, built from plain values: full load, exact diff, write, count.
 
 Everything here runs through dbt's connection, so it executes wherever Spark runs (a local
 session or a cluster) and no row is collected to the adapter process.
 """
 
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
 
@@ -25,50 +25,31 @@ def row_markers(change_markers: str) -> tuple:
     return (UPSERT, UPSERT) if change_markers == "upsert" else (INSERT, UPDATE)
 
 
-def _published(expression: str, column: ColumnSpec) -> str:
+def published_value(expression: str, column: ColumnSpec) -> str:
     return f"to_json({expression})" if column.is_complex else expression
 
 
 def _comparable(alias: str, column: ColumnSpec) -> str:
     # Maps have no equality in Spark; JSON text compares every complex type the same way.
-    return _published(f"{alias}.{quote(column.name)}", column)
+    return published_value(f"{alias}.{quote(column.name)}", column)
 
 
-def _with_marker(columns: List[str], marker: str, position: str) -> str:
+def with_marker(columns: List[str], marker: str, position: str) -> str:
     marker_column = f"{marker} as {quote(ROW_MARKER)}"
     ordered = [marker_column, *columns] if position == "first" else [*columns, marker_column]
     return ",\n  ".join(ordered)
 
 
-def _null_of(column: ColumnSpec) -> str:
+def null_of(column: ColumnSpec) -> str:
     return f"cast(null as {column.published_type}) as {quote(column.name)}"
-
-
-def key_problems_sql(relation: str, key_columns: Sequence[str]) -> str:
-    """At most one example each of a NULL key and of a duplicated key: (problem, example, rows)."""
-    example = "concat_ws(', ', {})".format(
-        ", ".join(
-            f"concat({sql_string(k + '=')}, coalesce(cast({quote(k)} as string), 'NULL'))"
-            for k in key_columns
-        )
-    )
-    any_null = " or ".join(f"{quote(k)} is null" for k in key_columns)
-    keys = ", ".join(quote(k) for k in key_columns)
-    return (
-        f"select * from (select 'NULL' as problem, {example} as example, 1 as rows\n"
-        f"  from {relation} where {any_null} limit 1)\n"
-        f"union all\n"
-        f"select * from (select 'duplicate' as problem, {example} as example, count(*) as rows\n"
-        f"  from {relation} group by {keys} having count(*) > 1 limit 1)"
-    )
 
 
 def initial_load_sql(relation: str, plan: SchemaPlan, change_markers: str, position: str) -> str:
     """Every row of the model as a new row: the first file of a table folder."""
     new_marker, _ = row_markers(change_markers)
-    columns = [f"{_published(quote(c.name), c)} as {quote(c.name)}" for c in plan.columns]
-    columns += [_null_of(c) for c in plan.kept]
-    return f"select\n  {_with_marker(columns, f'cast({new_marker} as int)', position)}\nfrom {relation}"
+    columns = [f"{published_value(quote(c.name), c)} as {quote(c.name)}" for c in plan.columns]
+    columns += [null_of(c) for c in plan.kept]
+    return f"select\n  {with_marker(columns, f'cast({new_marker} as int)', position)}\nfrom {relation}"
 
 
 def change_rows_sql(
@@ -93,15 +74,15 @@ def change_rows_sql(
     for column in plan.columns:
         name = quote(column.name)
         if column.name.lower() in keys:
-            columns.append(f"{_published(f'coalesce(n.{name}, o.{name})', column)} as {name}")
+            columns.append(f"{published_value(f'coalesce(n.{name}, o.{name})', column)} as {name}")
         else:
-            columns.append(f"{_published(f'n.{name}', column)} as {name}")
+            columns.append(f"{published_value(f'n.{name}', column)} as {name}")
             if column.name.lower() in added:
                 unchanged.append(f"n.{name} is null")
             else:
                 unchanged.append(f"{_comparable('n', column)} <=> {_comparable('o', column)}")
     for column in plan.kept:
-        columns.append(_null_of(column))
+        columns.append(null_of(column))
         unchanged.append(f"o.{quote(column.name)} is null")
     marker = (
         f"cast(case when o.{probe} is null then {new_marker} "
@@ -110,25 +91,36 @@ def change_rows_sql(
     join = " and ".join(f"n.{quote(k)} = o.{quote(k)}" for k in key_columns)
     changed = f"\n  or not ({' and '.join(unchanged)})" if unchanged else ""
     return (
-        f"select\n  {_with_marker(columns, marker, position)}\n"
+        f"select\n  {with_marker(columns, marker, position)}\n"
         f"from {new_relation} n\nfull outer join {previous_relation} o on {join}\n"
         f"where o.{probe} is null or n.{probe} is null{changed}"
     )
 
 
-def write_files_sql(uri: str, select_sql: str, compression: str, max_rows_per_file: int) -> str:
-    """Spark writes the change rows as Parquet under `uri`, split at `max_rows_per_file`.
+def write_files_sql(
+    uri: str, select_sql: str, compression: str, max_rows_per_file: int, writers: int, shuffle: bool
+) -> str:
+    """Spark writes the change rows as Parquet under `uri`, each file at most `max_rows_per_file`.
 
-    One writer task keeps the files in one ordered sequence; `maxRecordsPerFile` splits it.
+    `writers` tasks write the files: with `shuffle` the rows are spread evenly over them (a
+    REPARTITION hint: the select still runs in parallel), without it the select's partitions are
+    merged into at most that many (COALESCE: no shuffle, for a full load read straight from the
+    output table). The publisher numbers the files in name order; a key appears once per
+    publish, so the order among them does not matter.
     """
     options = [f"compression {sql_string(compression)}"]
     if max_rows_per_file:
         options.append(f"maxRecordsPerFile {sql_string(str(max_rows_per_file))}")
+    hint = f"{'REPARTITION' if shuffle else 'COALESCE'}({int(writers)})"
     return (
         f"insert overwrite directory {sql_string(uri)}\n"
         f"using parquet options ({', '.join(options)})\n"
-        f"select /*+ REPARTITION(1) */ * from (\n{select_sql}\n) change_rows"
+        f"select /*+ {hint} */ * from (\n{select_sql}\n) change_rows"
     )
+
+
+def row_count_sql(relation: str) -> str:
+    return f"select count(*) from {relation}"
 
 
 def snapshot_record_sql(relation: str, properties: Dict[str, str]) -> str:

@@ -15,7 +15,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.openmirror import change_sql
+from dbt.adapters.openmirror import change_sql, hash_diff
 from dbt.adapters.openmirror.config import MirrorConfig, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
@@ -227,6 +227,13 @@ class OpenMirrorAdapter(SparkAdapter):
         if existing is not None:
             self.drop_relation(backup_relation)
 
+    def _replace_hashes(self, new_hashes: Any, previous_hashes: Any, changes: Any) -> None:
+        """The output's key hashes go with it. They carry its run id, so a crash before this
+        leaves hashes the next run sees do not match the snapshot (it then compares whole rows)."""
+        self.drop_relation(previous_hashes)
+        self.rename_relation(new_hashes, previous_hashes)
+        self.drop_relation(changes)
+
     # -- configuration and checks -------------------------------------------------------------
 
     @available
@@ -240,8 +247,22 @@ class OpenMirrorAdapter(SparkAdapter):
         return resolve_key_columns(mirror.model, mirror.unique_key, [c.column for c in columns])
 
     @available
-    def openmirror_check_keys(self, mirror: MirrorConfig, relation: Any, key_columns: List[str]) -> None:
-        _, problems = self.execute(change_sql.key_problems_sql(str(relation), key_columns), fetch=True)
+    def openmirror_key_hashes(
+        self, mirror: MirrorConfig, plan: RunPlan, relation: Any, hashes_relation: Any,
+        key_columns: List[str], run_id: str,
+    ) -> None:
+        """One pass over the output: its key hashes table (see hash_diff.py)."""
+        columns = hash_diff.hashed_columns(plan.schema, key_columns)
+        properties = {
+            hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: hash_diff.hash_signature(columns),
+        }
+        self.drop_relation(hashes_relation)
+        self.execute(hash_diff.key_hashes_sql(str(hashes_relation), str(relation), key_columns, columns, properties))
+        self.cache_added(hashes_relation)
+
+    def _check_keys(self, mirror: MirrorConfig, relation: Any, key_columns: List[str], counted: bool) -> None:
+        sql = hash_diff.key_problems_sql(str(relation), key_columns, counted)
+        _, problems = self.execute(sql, fetch=True)
         raise_key_problems(mirror.model, key_columns, [tuple(row) for row in problems])
 
     # -- what the landing zone and the snapshot say ---------------------------------------------
@@ -290,17 +311,59 @@ class OpenMirrorAdapter(SparkAdapter):
         self,
         mirror: MirrorConfig,
         plan: RunPlan,
-        new_relation: Any,
-        previous_relation: Any,
         key_columns: List[str],
-    ) -> str:
-        if plan.mode == INCREMENTAL:
-            return change_sql.change_rows_sql(
-                str(new_relation), str(previous_relation), plan.schema, key_columns,
-                mirror.change_markers, mirror.row_marker_position,
+        snapshot: Optional[SnapshotRecord],
+        relations: Dict[str, Any],
+    ) -> Dict[str, Any]:
+        """The change rows' select, how many writer tasks write them and whether the rows are
+        shuffled to them (see `change_sql.write_files_sql`), after the key check.
+
+        `relations`: `new` (the output), `previous` (the snapshot), `new_hashes`,
+        `previous_hashes` and `changes` (the changed keys of this run).
+        """
+        new, previous = str(relations["new"]), str(relations["previous"])
+        if plan.mode != INCREMENTAL:
+            self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+            sql = change_sql.initial_load_sql(new, plan.schema, mirror.change_markers, mirror.row_marker_position)
+            rows = self._row_count(relations["new_hashes"])
+            return {"sql": sql, "writers": hash_diff.writer_count(rows, mirror.max_rows_per_file), "shuffle": False}
+        signature = hash_diff.hash_signature(hash_diff.hashed_columns(plan.schema, key_columns))
+        if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
+            logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
+            self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+            sql = change_sql.change_rows_sql(
+                new, previous, plan.schema, key_columns, mirror.change_markers, mirror.row_marker_position,
             )
-        return change_sql.initial_load_sql(
-            str(new_relation), plan.schema, mirror.change_markers, mirror.row_marker_position
+            return {"sql": sql, "writers": 1, "shuffle": True}
+        changes = relations["changes"]
+        self.drop_relation(changes)
+        self.execute(hash_diff.changed_keys_sql(
+            str(changes), str(relations["new_hashes"]), str(relations["previous_hashes"]), key_columns,
+            mirror.change_markers,
+        ))
+        self.cache_added(changes)
+        self._check_keys(mirror, changes, key_columns, counted=True)
+        sql = hash_diff.changed_rows_sql(new, str(changes), plan.schema, key_columns, mirror.row_marker_position)
+        writers = hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file)
+        return {"sql": sql, "writers": writers, "shuffle": True}
+
+    def _row_count(self, relation: Any) -> int:
+        _, rows = self.execute(change_sql.row_count_sql(str(relation)), fetch=True)
+        return int(rows[0][0])
+
+    def _hashes_match(self, hashes: Any, snapshot: Optional[SnapshotRecord], signature: str) -> bool:
+        """The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
+        over the same columns. A crash between the two renames leaves them behind: then not."""
+        if snapshot is None or snapshot.run_id is None:
+            return False
+        self._refresh_cached_relations([hashes])
+        if self.get_relation(hashes.database, hashes.schema, hashes.identifier) is None:
+            return False
+        _, rows = self.execute(f"show tblproperties {hashes}", fetch=True)
+        properties = {str(row[0]): str(row[1]) for row in rows}
+        return (
+            properties.get(hash_diff.HASHES_RUN_ID) == snapshot.run_id
+            and properties.get(hash_diff.HASHES_COLUMNS) == signature
         )
 
     @available
@@ -363,9 +426,10 @@ class OpenMirrorAdapter(SparkAdapter):
         land_staged_files(self.landing_zone, Staging(**staging))
 
     @available
-    def openmirror_write_sql(self, mirror: MirrorConfig, uri: str, select_sql: str) -> str:
+    def openmirror_write_sql(self, mirror: MirrorConfig, uri: str, change: Dict[str, Any]) -> str:
         return change_sql.write_files_sql(
-            uri, select_sql, mirror.parquet_compression, mirror.max_rows_per_file
+            uri, change["sql"], mirror.parquet_compression, mirror.max_rows_per_file, change["writers"],
+            change["shuffle"],
         )
 
     @available
@@ -398,10 +462,11 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_publish(
-        self, mirror: MirrorConfig, pending: PendingPublish, new_relation: Any,
-        target_relation: Any, backup_relation: Any,
+        self, mirror: MirrorConfig, pending: PendingPublish, relations: Dict[str, Any],
     ) -> PublishedFiles:
         """Journal, rename into place, make the output the snapshot, commit.
+
+        `relations`: `new`, `target`, `backup`, `new_hashes`, `previous_hashes`, `changes`.
 
         A failure before the journal entry discards the staged files; after it, everything is left
         for the next run's recovery to finish (see recovery.py).
@@ -415,7 +480,8 @@ class OpenMirrorAdapter(SparkAdapter):
             raise
         if pending.files:
             self.publisher.complete(pending)
-        self._replace_snapshot(new_relation, target_relation, backup_relation)
+        self._replace_snapshot(relations["new"], relations["target"], relations["backup"])
+        self._replace_hashes(relations["new_hashes"], relations["previous_hashes"], relations["changes"])
         if pending.files:
             self.publisher.commit(pending)
         else:

@@ -1,0 +1,40 @@
+"""Spark SQL for the benchmark's source table and its change rounds (deterministic)."""
+
+COLUMNS = [
+    "l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity", "l_extendedprice",
+    "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate", "l_commitdate",
+    "l_receiptdate", "l_shipinstruct", "l_shipmode", "l_comment",
+]
+#: Inserted rows get keys above every generated one; each round its own range.
+INSERTED_KEY_OFFSET = 10_000_000_000
+
+
+def source_sql(table: str, parquet_uri: str) -> str:
+    return f"create table {table} using parquet as select * from parquet.`{parquet_uri}`"
+
+
+def change_round_sql(source: str, target: str, round_number: int, churn: float) -> str:
+    """`churn` of the rows are picked by a hash of their key and the round: a third deleted, a
+    third updated (quantity and comment), a third copied as new rows under new keys."""
+    picked = int(round(churn * 1_000_000))
+    pick = f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number}), 1000000) < {picked}"
+    kind = f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number + 7919}), 3)"
+    updated = {
+        "l_quantity": "cast(l_quantity + 1 as decimal(15,2))",
+        "l_comment": f"concat('round {round_number} ', l_comment)",
+    }
+    kept = ", ".join(
+        f"case when picked and kind = 1 then {updated[c]} else {c} end as {c}" if c in updated else c
+        for c in COLUMNS
+    )
+    inserted = ", ".join(
+        f"l_orderkey + {INSERTED_KEY_OFFSET * round_number} as l_orderkey" if c == "l_orderkey" else c
+        for c in COLUMNS
+    )
+    return (
+        f"create table {target} using parquet as\n"
+        f"with s as (select *, {pick} as picked, {kind} as kind from {source})\n"
+        f"select {kept} from s where not (picked and kind = 0)\n"
+        f"union all\n"
+        f"select {inserted} from s where picked and kind = 2 and l_orderkey < {INSERTED_KEY_OFFSET}"
+    )

@@ -1,0 +1,88 @@
+"""Medians per (rows, round, variant), the ratios the targets are stated in, a markdown table, a plot."""
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import median
+from typing import Dict, List
+
+MEASURES = ["seconds", "rows_per_s", "bytes_written", "files_written", "change_files", "heap_peak_mb",
+            "rss_peak_mb", "load_1min"]
+
+
+def summarize(records: List[Dict]) -> List[Dict]:
+    groups = defaultdict(list)
+    for record in records:
+        groups[(record["rows"], record["round"], record["churn"], record["variant"])].append(record)
+    summary = []
+    for (rows, label, churn, variant), group in groups.items():
+        row = {"rows": rows, "round": label, "churn": churn, "variant": variant, "runs": len(group)}
+        row.update({m: median(r[m] for r in group) for m in MEASURES})
+        summary.append(row)
+    by_key = {(s["rows"], s["round"], s["variant"]): s for s in summary}
+    for s in summary:
+        table = by_key.get((s["rows"], s["round"], "table"))
+        mirror = by_key.get((s["rows"], s["round"], "mirror"))
+        if s["variant"] == "mirror" and table:
+            s["mirror_over_table"] = round(s["seconds"] / table["seconds"], 2)
+        if s["variant"] == "naive" and mirror:
+            s["naive_over_mirror"] = round(s["seconds"] / mirror["seconds"], 2)
+    return summary
+
+
+def markdown(environment: Dict, summary: List[Dict]) -> str:
+    lines = [
+        f"{environment['date']} · {environment['machine']} · Python {environment['python']} · "
+        f"pyspark {environment['pyspark']} · dbt-core {environment['dbt_core']}",
+        "",
+        f"`{environment['command']}`",
+        "",
+        "| rows | round | variant | runs | median s | rows/s | MB written | files | change files | "
+        "peak heap MB | peak RSS MB | load | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        ratio = (f"mirror/table {s['mirror_over_table']}" if "mirror_over_table" in s
+                 else f"naive/mirror {s['naive_over_mirror']}" if "naive_over_mirror" in s else "")
+        lines.append(
+            f"| {s['rows']:,} | {s['round']} | {s['variant']} | {s['runs']} | {s['seconds']:.1f} | "
+            f"{s['rows_per_s']:,.0f} | {s['bytes_written'] / 2**20:,.0f} | {s['files_written']:.0f} | "
+            f"{s['change_files']:.0f} | {s['heap_peak_mb']:,.0f} | {s['rss_peak_mb']:,.0f} | "
+            f"{s['load_1min']:.1f} | {ratio} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(path: Path, summary: List[Dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_rows, by_churn) = plt.subplots(1, 2, figsize=(10, 4))
+    for variant in ("table", "naive", "mirror"):
+        points = sorted((s["rows"], s["seconds"]) for s in summary
+                        if s["variant"] == variant and s["round"] == "churn 0.01")
+        if points:
+            by_rows.plot([p[0] / 1e6 for p in points], [p[1] for p in points], marker="o", label=variant)
+        largest = max(s["rows"] for s in summary)
+        points = sorted((s["churn"], s["heap_peak_mb"]) for s in summary
+                        if s["variant"] == variant and s["rows"] == largest and s["round"] != "initial")
+        if points:
+            by_churn.plot([p[0] * 100 for p in points], [p[1] for p in points], marker="o", label=variant)
+    by_rows.set(xlabel="rows (millions)", ylabel="median seconds per run", title="1% churn: time vs rows")
+    by_churn.set(xlabel="churn (%)", ylabel="peak JVM heap in use (MB)", title="driver memory vs churn")
+    for axes in (by_rows, by_churn):
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+
+
+def write_reports(out: Path, name: str, environment: Dict, records: List[Dict], summary: List[Dict]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    document = {"environment": environment, "summary": summary, "runs": records}
+    (out / f"{name}.json").write_text(json.dumps(document, indent=1) + "\n")
+    (out / f"{name}.md").write_text(markdown(environment, summary))
+    plot(out / f"{name}.png", summary)
+    print(markdown(environment, summary))

@@ -1,0 +1,207 @@
+"""Publishing a wide table at scale: a plain `table` run, a hand-written diff and `open_mirror`,
+side by side in one process on the same data.
+
+    .venv/bin/python benchmarks/run.py --rows 10000000 --repeat 3
+    .venv/bin/python benchmarks/run.py --scaling 1000000,3000000,10000000 --repeat 1
+
+Data: TPC-H `lineitem` from `tpchgen-cli` (scale factor chosen for the row count), loaded as the
+source table; then change rounds at each churn (a third each deleted, updated, inserted; picked
+by hash, so every run of the benchmark changes the same rows). Every round runs the three models
+one after the other on the same source. Results go to `--out` as JSON, a markdown table and a PNG.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from dbt.cli.main import dbtRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_data import change_round_sql, source_sql  # noqa: E402
+from bench_measure import Sampler, file_snapshot, written_since  # noqa: E402
+from bench_report import summarize, write_reports  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE / "project"
+SF1_LINEITEM_ROWS = 6_001_215
+MODELS = {"table": "lineitem_table", "naive": "lineitem_naive", "mirror": "lineitem_mirror"}
+
+
+def generate(rows: int, data_dir: Path) -> Path:
+    """TPC-H lineitem at the scale factor that gives about `rows` rows (cached per scale)."""
+    scale = round(rows / SF1_LINEITEM_ROWS, 4)
+    target = data_dir / f"sf{scale}"
+    if not (target / "lineitem.parquet").exists():
+        tpchgen = Path(sys.executable).with_name("tpchgen-cli")
+        subprocess.run(
+            [str(tpchgen), "parquet", "-s", str(scale), "--tables=lineitem", f"--output-dir={target}"],
+            check=True,
+        )
+    return target / "lineitem.parquet"
+
+
+def spark_settings(work: Path, driver_memory: str) -> Dict[str, str]:
+    return {
+        "spark.master": "local[2]",
+        "spark.driver.memory": driver_memory,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.sql.warehouse.dir": str(work / "warehouse"),
+        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={work}/metastore_db;create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={work}",
+        "spark.local.dir": str(work / "spark-tmp"),
+        "spark.ui.showConsoleProgress": "false",
+    }
+
+
+def write_profile(work: Path, settings: Dict[str, str]) -> None:
+    profile = {
+        "openmirror_bench": {
+            "target": "bench",
+            "outputs": {
+                "bench": {
+                    "type": "openmirror", "method": "session", "host": "localhost", "schema": "bench",
+                    "landing_zone": str(work / "landing_zone"), "server_side_parameters": settings,
+                }
+            },
+        }
+    }
+    (work / "profiles.yml").write_text(json.dumps(profile, indent=2))
+
+
+class Bench:
+    def __init__(self, work: Path, spark, variants: List[str]) -> None:
+        self.work = work
+        self.spark = spark
+        self.variants = variants
+        self.dbt = dbtRunner()
+        self.watched = [work / "warehouse", work / "landing_zone", work / "naive_out"]
+
+    def sql(self, statement: str) -> None:
+        self.spark.sql(statement).collect()
+
+    def reset(self, lineitem: Path) -> int:
+        self.sql("drop database if exists bench cascade")
+        self.sql("create database bench")
+        for folder in self.watched:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+        self.sql(source_sql("bench.lineitem_src", lineitem.as_uri()))
+        return self.spark.table("bench.lineitem_src").count()
+
+    def change(self, round_number: int, churn: float) -> None:
+        self.sql("drop table if exists bench.lineitem_src_next")
+        self.sql(change_round_sql("bench.lineitem_src", "bench.lineitem_src_next", round_number, churn))
+        self.sql("drop table bench.lineitem_src")
+        self.sql("alter table bench.lineitem_src_next rename to bench.lineitem_src")
+
+    def run_model(self, variant: str) -> Dict:
+        args = [
+            "run", "--select", MODELS[variant], "--project-dir", str(PROJECT),
+            "--profiles-dir", str(self.work), "--vars", json.dumps({"naive_out": str(self.work / "naive_out")}),
+            "--target-path", str(self.work / "dbt_target"), "--log-path", str(self.work / "dbt_logs"), "--quiet",
+        ]
+        before = {folder: file_snapshot(folder) for folder in self.watched}
+        self.spark._jvm.java.lang.System.gc()
+        load = os.getloadavg()[0]
+        with Sampler(self.spark) as memory:
+            start = time.perf_counter()
+            result = self.dbt.invoke(args)
+            seconds = time.perf_counter() - start
+        if not result.success:
+            raise RuntimeError(f"dbt run of {MODELS[variant]} failed: {result.exception or result.result}")
+        written = [written_since(folder, before[folder]) for folder in self.watched]
+        response = result.result[0].adapter_response if result.result else {}
+        return {
+            "variant": variant, "seconds": round(seconds, 3),
+            "bytes_written": sum(w["bytes"] for w in written),
+            "files_written": sum(w["files"] for w in written),
+            "change_files": written[1]["files"] + written[2]["files"],
+            "heap_peak_mb": memory.heap_peak_mb, "rss_peak_mb": memory.rss_peak_mb,
+            "load_1min": round(load, 2),
+            "changes": {k: response.get(k) for k in ("inserts", "updates", "deletes", "upserts", "files", "mode")
+                        if k in response},
+        }
+
+    def round(self, rows: int, label: str, churn: float, order: List[str]) -> List[Dict]:
+        records = []
+        for variant in order:
+            record = self.run_model(variant)
+            record.update(rows=rows, round=label, churn=churn)
+            record["rows_per_s"] = round(rows / record["seconds"])
+            print(json.dumps(record), flush=True)
+            records.append(record)
+        return records
+
+
+def benchmark_size(bench: Bench, lineitem: Path, churns: List[float], repeat: int) -> List[Dict]:
+    rows = bench.reset(lineitem)
+    records = bench.round(rows, "initial", 0.0, bench.variants)
+    round_number = 0
+    for churn in churns:
+        for repetition in range(repeat):
+            round_number += 1
+            if churn:
+                bench.change(round_number, churn)
+            # Rotate the order so no variant always runs first (warm caches, the OS page cache).
+            order = bench.variants[repetition % 3:] + bench.variants[:repetition % 3]
+            records += bench.round(rows, f"churn {churn:g}", churn, order)
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--scaling", help="comma-separated row counts, e.g. 1000000,3000000,10000000")
+    parser.add_argument("--churn", default="0,0.001,0.01,0.1", help="fractions of rows changed per round")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds per churn (medians are reported)")
+    parser.add_argument("--variants", default="table,naive,mirror")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/openmirror-bench"))
+    parser.add_argument("--data", type=Path, default=Path("/tmp/openmirror-bench-data"))
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args = parser.parse_args()
+
+    sizes = [int(s) for s in args.scaling.split(",")] if args.scaling else [args.rows]
+    churns = [float(c) for c in args.churn.split(",")]
+    variants = args.variants.split(",")
+    inputs = {rows: generate(rows, args.data) for rows in sizes}
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    settings = spark_settings(args.work, args.driver_memory)
+    write_profile(args.work, settings)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()  # dbt-spark's session mode gets this same session
+    spark.sparkContext.setLogLevel("ERROR")
+
+    bench = Bench(args.work, spark, variants)
+    records: List[Dict] = []
+    for rows in sizes:
+        records += benchmark_size(bench, inputs[rows], churns, args.repeat)
+
+    import pyspark
+    import dbt.version
+
+    environment = {
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} {platform.release()}",
+        "python": platform.python_version(), "pyspark": pyspark.__version__,
+        "dbt_core": dbt.version.__version__, "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    name = f"scaling-{'-'.join(map(str, sizes))}" if args.scaling else f"rows-{sizes[0]}"
+    write_reports(args.out, name, environment, records, summarize(records))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The diff by key hashes: the snapshot's hashes table follows the snapshot, finds exactly the
+changed rows (also a value moving between a column and NULL), checks keys on the way, and is
+ignored (whole rows are compared) whenever it does not provably belong to the snapshot."""
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.openmirror.hash_diff import HASH_1, HASH_2
+from tests.functional.mirror import assert_mirror_equals, file_markers, set_source, table_folder, tree_digest
+
+MODEL = """
+{{ config(materialized='open_mirror', unique_key='id') }}
+select id, a, b, tags from {{ target.schema }}.src
+"""
+
+BASE = [
+    (1, "'x'", "null", "array('p')"),
+    (2, "null", "'x'", "array('q', 'r')"),
+    (3, "'c'", "'d'", "array()"),
+    (4, "'e'", "'f'", "null"),
+]
+
+
+def _values(rows) -> str:
+    return "select * from values " + ", ".join(f"({', '.join(map(str, r))})" for r in rows) + " as t(id, a, b, tags)"
+
+
+class TestKeyHashes:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"hashed.sql": MODEL}
+
+    def _run(self, project, warehouse, rows, expect_pass=True):
+        set_source(warehouse, project.test_schema, _values(rows))
+        results = run_dbt(["run"], expect_pass=expect_pass)
+        return results[0]
+
+    def _run_id(self, warehouse, relation):
+        rows = warehouse.project.run_sql(f"show tblproperties {relation}", fetch="all")
+        return {str(key): str(value) for key, value in rows}.get("openmirror.run_id")
+
+    def test_hashes_follow_the_snapshot_and_find_exactly_the_changes(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "hashed")
+        source = f"select id, a, b, to_json(tags) as tags from {schema}.src"  # published as JSON
+        self._run(project, warehouse, BASE)
+        snapshot_run = self._run_id(warehouse, f"{schema}.hashed")
+        assert snapshot_run and self._run_id(warehouse, f"{schema}.hashed__om_hashes") == snapshot_run
+        assert warehouse.columns(f"{schema}.hashed") == ["id", "a", "b", "tags"]  # nothing leaks into ref()
+
+        # Row 1 and 2 swap a value with NULL between columns; row 3 changes only inside an array.
+        changed = [
+            (1, "null", "'x'", "array('p')"),
+            (2, "'x'", "null", "array('q', 'r')"),
+            (3, "'c'", "'d'", "array('')"),
+            (4, "'e'", "'f'", "null"),
+            (5, "'n'", "null", "null"),
+        ]
+        result = self._run(project, warehouse, changed)
+        assert (result.adapter_response["inserts"], result.adapter_response["updates"]) == (1, 3)
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 1, 1]
+        assert_mirror_equals(warehouse, folder, source)
+        assert self._run_id(warehouse, f"{schema}.hashed__om_hashes") == self._run_id(warehouse, f"{schema}.hashed")
+
+        # Keys are checked inside the changed-keys join: a repeated or NULL key fails, nothing lands.
+        before = tree_digest(landing_zone)
+        failed = self._run(project, warehouse, changed + [(3, "'c'", "'d'", "array('')")], expect_pass=False)
+        assert "not unique" in failed.message and "id=3" in failed.message and "2 rows" in failed.message
+        failed = self._run(project, warehouse, changed + [("null", "'z'", "null", "null")], expect_pass=False)
+        assert "NULL" in failed.message and "id=NULL" in failed.message
+        assert tree_digest(landing_zone) == before
+
+        # Hashes that do not belong to the snapshot are never trusted: here they are wrong for
+        # every row and stamped by another run, so using them would publish 5 updates.
+        hashes = f"{schema}.hashed__om_hashes"
+        warehouse.run(f"create table {hashes}_wrong using parquet as select id, {HASH_1} + 1 as {HASH_1}, {HASH_2} from {hashes}")
+        warehouse.run(f"drop table {hashes}")
+        warehouse.run(f"alter table {hashes}_wrong rename to {hashes}")
+        warehouse.run(f"alter table {hashes} set tblproperties ('openmirror.run_id' = 'another run')")
+        files = len(file_markers(folder))
+        result = self._run(project, warehouse, changed)
+        assert result.adapter_response["files"] == [] and len(file_markers(folder)) == files
+        assert self._run_id(warehouse, hashes) == self._run_id(warehouse, f"{schema}.hashed")
+
+        # A lost hashes table: whole rows are compared, and the run writes the hashes again.
+        warehouse.run(f"drop table {hashes}")
+        result = self._run(project, warehouse, changed[1:])
+        assert sorted(file_markers(folder)[-1]) == [2]
+        assert_mirror_equals(warehouse, folder, source)
+        assert self._run_id(warehouse, hashes) == self._run_id(warehouse, f"{schema}.hashed")

@@ -1,0 +1,94 @@
+import json
+
+from dbt.adapters.openmirror.hash_diff import (
+    HASH_1,
+    HASH_2,
+    MAX_WRITERS,
+    ROWS,
+    ROWS_PER_WRITER,
+    changed_keys_sql,
+    changed_rows_sql,
+    hash_signature,
+    hashed_columns,
+    key_hashes_sql,
+    key_problems_sql,
+    writer_count,
+)
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
+
+ORDER = ColumnSpec("Order_ID", "bigint")
+LINE = ColumnSpec("line", "int")
+NAME = ColumnSpec("my `odd` name", "string")
+TAGS = ColumnSpec("tags", "array<string>")
+AMOUNT = ColumnSpec("amount", "decimal(12,2)")
+PLAN = SchemaPlan(columns=[ORDER, TAGS, LINE, NAME, AMOUNT])
+KEYS = ["Order_ID", "line"]
+
+
+def test_hashed_columns_are_the_non_key_columns_in_name_order():
+    assert hashed_columns(PLAN, ["order_id", "LINE"]) == [AMOUNT, NAME, TAGS]
+    reordered = SchemaPlan(columns=[NAME, ORDER, AMOUNT, LINE, TAGS])
+    assert hash_signature(hashed_columns(reordered, KEYS)) == hash_signature(hashed_columns(PLAN, KEYS))
+
+
+def test_signature_changes_with_a_published_type_or_a_column():
+    signature = hash_signature([AMOUNT, NAME])
+    assert json.loads(signature) == [["amount", "decimal(12,2)"], ["my `odd` name", "string"]]
+    assert signature != hash_signature([ColumnSpec("amount", "decimal(14,2)"), NAME])
+    assert signature != hash_signature([AMOUNT])
+    # Complex values are hashed as the JSON they are published as.
+    assert hash_signature([TAGS]) == hash_signature([ColumnSpec("tags", "string")])
+
+
+def test_key_hashes_one_pass_with_null_flags_and_two_seeds():
+    sql = key_hashes_sql("s.t__h", "s.t__new", KEYS, [AMOUNT, TAGS], {"openmirror.run_id": "r'1"})
+    assert sql.startswith("create table s.t__h using parquet tblproperties ('openmirror.run_id' = 'r\\'1') as")
+    assert f"xxhash64(1, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_1}" in sql
+    assert f"xxhash64(2, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_2}" in sql
+    assert sql.rstrip().endswith("from s.t__new")
+    assert "group by" not in sql  # no shuffle: a map-only pass
+
+
+def test_key_problems_per_row_or_counted():
+    per_row = key_problems_sql("s.t__h", ["order_id", "line"], counted=False)
+    assert "from s.t__h where `order_id` is null or `line` is null limit 1" in per_row
+    assert "from s.t__h group by `order_id`, `line` having count(*) > 1 limit 1" in per_row
+    assert "concat('order_id=', coalesce(cast(`order_id` as string), 'NULL'))" in per_row
+    counted = key_problems_sql("s.t__c", ["order_id", "line"], counted=True)
+    assert f"{ROWS} as rows\n  from s.t__c where {ROWS} > 1 limit 1" in counted
+    assert "group by" not in counted
+
+
+def test_changed_keys_join_two_narrow_tables_count_and_mark_them():
+    sql = changed_keys_sql("s.t__c", "s.t__new_h", "s.t__h", KEYS, "insert_update_delete")
+    assert f"count(*) as {ROWS}" in sql
+    assert "from s.t__new_h group by `Order_ID`, `line`) n" in sql
+    assert "full outer join s.t__h o on n.`Order_ID` = o.`Order_ID` and n.`line` = o.`line`" in sql
+    assert f"when o.{HASH_1} is null then 0 when n.{HASH_1} is null then 2 else 1 end" in sql
+    assert f"n.{ROWS} > 1" in sql  # repeated keys are kept for the key check
+    assert f"n.{HASH_2} <> o.{HASH_2}" in sql
+    assert "coalesce(n.`Order_ID`, o.`Order_ID`) as `Order_ID`" in sql
+    upsert = changed_keys_sql("s.t__c", "s.n", "s.o", KEYS, "upsert")
+    assert f"then 4 when n.{HASH_1} is null then 2 else 4 end" in upsert
+
+
+def test_changed_rows_read_back_only_changed_keys():
+    plan = SchemaPlan(columns=[ORDER, LINE, TAGS], kept=[NAME])
+    sql = changed_rows_sql("s.t__new", "s.t__c", plan, KEYS, "first")
+    present, deleted = sql.split("union all")
+    assert "from s.t__c c\njoin s.t__new n on c.`Order_ID` = n.`Order_ID` and c.`line` = n.`line`" in present
+    assert "where c.`__rowMarker__` <> 2" in present
+    assert present.index("c.`__rowMarker__` as `__rowMarker__`") < present.index("c.`Order_ID` as `Order_ID`")
+    assert "to_json(n.`tags`) as `tags`" in present
+    assert "cast(null as string) as `my ``odd`` name`" in present
+    # Deleted keys carry the key and NULLs, in the same column order.
+    assert "`Order_ID`,\n  `line`,\n  cast(null as string) as `tags`" in deleted
+    assert deleted.rstrip().endswith("from s.t__c where `__rowMarker__` = 2")
+
+
+def test_writer_count_follows_the_change_count_and_file_size():
+    assert writer_count(0, 0) == 1
+    assert writer_count(ROWS_PER_WRITER, 0) == 1
+    assert writer_count(ROWS_PER_WRITER + 1, 0) == 2
+    assert writer_count(1000, 100) == 10
+    assert writer_count(10**9, 0) == MAX_WRITERS
