@@ -45,6 +45,11 @@ def _replay(landing_zone, target):
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def _commits(target) -> int:
+    log = target / "s" / "t" / "_delta_log"
+    return len(list(log.glob("*.json"))) if log.exists() else 0
+
+
 def test_replay_survives_kills(tmp_path):
     landing_zone, target = tmp_path / "lz", tmp_path / "mirror"
     folder = _landing_zone(landing_zone)
@@ -52,8 +57,13 @@ def test_replay_survives_kills(tmp_path):
     rng = random.Random(5)
     kills = 0
     for _ in range(6):
+        # Kill after 1 to 3 more files were committed (each file is one Delta commit), a little
+        # later at random: between a commit and its file move, or inside the next file.
+        committed = _commits(target) + rng.randint(1, 3)
         process = _replay(landing_zone, target)
-        time.sleep(rng.uniform(0.8, 2.5))
+        while process.poll() is None and _commits(target) < committed:
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0, 0.05))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1

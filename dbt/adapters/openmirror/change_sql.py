@@ -4,7 +4,7 @@ Everything here runs through dbt's connection, so it executes wherever Spark run
 session or a cluster) and no row is collected to the adapter process.
 """
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
 
