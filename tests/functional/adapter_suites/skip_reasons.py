@@ -6,8 +6,4 @@ MERGE_NEEDS_DELTA = (
     "merge_exclude_columns; clone) needs file_format delta or hudi, whose jars come from Maven, "
     "which cannot be reached here"
 )
-EMPTY_SEED_VALUE_IS_NONE = (
-    "dbt-spark's session connection loads an empty CSV value into a seed as the string 'None', "
-    "not NULL, and the suite's seed has empty values"
-)
 DROP_COLUMN_NEEDS_DELTA = "dbt-spark drops columns only from Delta tables"

@@ -14,7 +14,6 @@ from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import
     BaseStoreTestFailuresLimit,
 )
 
-from tests.functional.adapter_suites.skip_reasons import EMPTY_SEED_VALUE_IS_NONE
 
 
 # Reruns seeds and models before each of its checks: over a minute, so not in the default run.
@@ -47,8 +46,7 @@ class TestStoreTestFailuresAsProjectLevelEphemeral(StoreTestFailuresAsProjectLev
     pass
 
 
-# The suite's not_null test on a seeded column would pass instead of failing.
-@pytest.mark.skip(reason=EMPTY_SEED_VALUE_IS_NONE)
+@pytest.mark.adapter_suites
 class TestStoreTestFailuresAsGeneric(StoreTestFailuresAsGeneric):
     pass
 

@@ -35,7 +35,6 @@ from dbt.tests.adapter.utils.test_safe_cast import BaseSafeCast
 from dbt.tests.adapter.utils.test_split_part import BaseSplitPart
 from dbt.tests.adapter.utils.test_string_literal import BaseStringLiteral
 
-from tests.functional.adapter_suites.skip_reasons import EMPTY_SEED_VALUE_IS_NONE
 
 pytestmark = pytest.mark.adapter_suites
 
@@ -120,12 +119,10 @@ class TestPosition(BasePosition):
     pass
 
 
-@pytest.mark.skip(reason=EMPTY_SEED_VALUE_IS_NONE)
 class TestReplace(BaseReplace):
     pass
 
 
-@pytest.mark.skip(reason=EMPTY_SEED_VALUE_IS_NONE)
 class TestRight(BaseRight):
     pass
 
@@ -134,7 +131,6 @@ class TestSafeCast(BaseSafeCast):
     pass
 
 
-@pytest.mark.skip(reason=EMPTY_SEED_VALUE_IS_NONE)
 class TestSplitPart(BaseSplitPart):
     pass
 
