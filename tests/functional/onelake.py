@@ -1,9 +1,19 @@
 """A OneLake landing zone on the local DFS stand-in (tests/dfs_emulator), for functional tests."""
 
+import pytest
+
 # The landing zone is the item's Files/LandingZone in the stand-in's one workspace.
 ITEM_ROOT = "item/Files/LandingZone"
 TOKEN = "onelake-test-token"
 SECRET = "Zq8~functional-secret-never-shown"
+
+
+class OnOneLake:
+    """Mixin for a test class whose project publishes into the stand-in's landing zone."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, spark_settings, onelake):
+        return onelake_target(spark_settings, onelake)
 
 
 def onelake_target(spark_settings, dfs) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
-from tests.functional.onelake import onelake_landing_zone_on_disk, onelake_target
+from tests.functional.onelake import OnOneLake, onelake_landing_zone_on_disk
 from tests.functional.mirror import findings_for, model_output, normalized, set_source, table_folder
 from tests.mirror_oracle import data_files, replay
 
@@ -148,13 +148,9 @@ class TestCrashPointSweep:
         assert report.divergences == [] and report.crash_points >= 4
 
 
-class TestCrashPointSweepOnOneLake:
+class TestCrashPointSweepOnOneLake(OnOneLake):
     """The same sweep with the landing zone on OneLake (the DFS stand-in): uploads of staged
     files, raw renames and journal writes are crash points too."""
-
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self, spark_settings, onelake):
-        return onelake_target(spark_settings, onelake)
 
     @pytest.fixture(scope="class")
     def models(self):

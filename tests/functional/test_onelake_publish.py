@@ -15,7 +15,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.cli import main as openmirror
 from tests.delta_reader import read_delta
-from tests.functional.onelake import ITEM_ROOT, SECRET, TOKEN, onelake_landing_zone_on_disk, onelake_target
+from tests.functional.onelake import ITEM_ROOT, SECRET, TOKEN, OnOneLake, onelake_landing_zone_on_disk
 from tests.functional.mirror import assert_mirror_equals, file_markers, model_output, normalized, set_source
 
 
@@ -33,11 +33,7 @@ STEPS = [
 ]
 
 
-class TestPublishToOneLake:
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self, spark_settings, onelake):
-        return onelake_target(spark_settings, onelake)
-
+class TestPublishToOneLake(OnOneLake):
     @pytest.fixture(scope="class")
     def models(self):
         return {"customers.sql": MODEL}
