@@ -1,0 +1,75 @@
+{#- A full load, and the diff of whole rows against the snapshot (no key hashes needed). -#}
+
+{#- Every row of the model as a new row: the first file of a table folder. -#}
+{%- macro openmirror_initial_load_sql(relation, columns, kept, change_markers, position) -%}
+  {%- set select_list = [] -%}
+  {%- for column in columns -%}
+    {%- do select_list.append(openmirror_published_value(openmirror_quote(column.name), column) ~ ' as ' ~ openmirror_quote(column.name)) -%}
+  {%- endfor -%}
+  {%- for column in kept -%}{%- do select_list.append(openmirror_null_of(column)) -%}{%- endfor -%}
+select
+  {{ openmirror_with_marker(select_list, 'cast(' ~ openmirror_new_marker(change_markers) ~ ' as int)', position) }}
+from {{ relation }}
+{%- endmacro -%}
+
+{#- New, changed and vanished keys between the snapshot and the model, with their markers.
+    Keys are never NULL on either side (checked before), so a NULL key column on one side of the
+    full outer join means the key is absent there. Deleted rows carry only their key. -#}
+{%- macro openmirror_change_rows_sql(new_relation, previous_relation, columns, kept, added, key_columns, change_markers, position) -%}
+  {%- set keys = key_columns | map('lower') | list -%}
+  {%- set added_names = [] -%}
+  {%- for column in added -%}{%- do added_names.append(column.name | lower) -%}{%- endfor -%}
+  {%- set probe = openmirror_quote(key_columns[0]) -%}
+  {%- set select_list = [] -%}
+  {%- set unchanged = [] -%}
+  {%- for column in columns -%}
+    {%- set name = openmirror_quote(column.name) -%}
+    {%- if column.name | lower in keys -%}
+      {%- do select_list.append(openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ name) -%}
+    {%- else -%}
+      {%- do select_list.append(openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- if column.name | lower in added_names -%}
+        {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
+      {%- else -%}
+        {%- do unchanged.append(openmirror_published_value('n.' ~ name, column) ~ ' <=> ' ~ openmirror_published_value('o.' ~ name, column)) -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for column in kept -%}
+    {%- do select_list.append(openmirror_null_of(column)) -%}
+    {%- do unchanged.append('o.' ~ openmirror_quote(column.name) ~ ' is null') -%}
+  {%- endfor -%}
+  {%- set marker = 'cast(case when o.' ~ probe ~ ' is null then ' ~ openmirror_new_marker(change_markers)
+      ~ ' when n.' ~ probe ~ ' is null then ' ~ openmirror_delete_marker()
+      ~ ' else ' ~ openmirror_changed_marker(change_markers) ~ ' end as int)' -%}
+select
+  {{ openmirror_with_marker(select_list, marker, position) }}
+from {{ new_relation }} n
+full outer join {{ previous_relation }} o on {{ openmirror_key_join('n', 'o', key_columns) }}
+where o.{{ probe }} is null or n.{{ probe }} is null
+{%- if unchanged %}
+  or not ({{ unchanged | join(' and ') }})
+{%- endif -%}
+{%- endmacro -%}
+
+{#- At most one example each of a NULL key and of a duplicated key: (problem, example, rows).
+    `relation` has a row per output row, or (`counted`) a row per key with its row count in
+    `__openmirror_rows`. -#}
+{%- macro openmirror_key_problems_sql(relation, key_columns, counted) -%}
+  {%- set parts = [] -%}
+  {%- set nulls = [] -%}
+  {%- for key in key_columns -%}
+    {%- do parts.append('concat(' ~ openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ openmirror_quote(key) ~ " as string), 'NULL'))") -%}
+    {%- do nulls.append(openmirror_quote(key) ~ ' is null') -%}
+  {%- endfor -%}
+  {%- set example = "concat_ws(', ', " ~ parts | join(', ') ~ ")" -%}
+select * from (select 'NULL' as problem, {{ example }} as example, 1 as rows
+  from {{ relation }} where {{ nulls | join(' or ') }} limit 1)
+union all
+select * from (select 'duplicate' as problem, {{ example }} as example,
+{%- if counted %} `__openmirror_rows` as rows
+  from {{ relation }} where `__openmirror_rows` > 1
+{%- else %} count(*) as rows
+  from {{ relation }} group by {{ openmirror_quoted_list(key_columns) }} having count(*) > 1
+{%- endif %} limit 1)
+{%- endmacro -%}

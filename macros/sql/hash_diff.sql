@@ -1,0 +1,75 @@
+{#-
+  The fast diff: per-row hashes kept next to the snapshot, so a run compares keys and hashes.
+  One pass over the new output (no shuffle) writes its key hashes table: the key and a 128-bit
+  hash of each row. Joining it with the snapshot's key hashes table finds the changed keys, and
+  counts the rows per key on the way (the key check); only changed rows are then read back.
+
+  Two xxhash64 values with different leading constants make the 128 bits. Spark's hash functions
+  skip NULL arguments, so each column also contributes whether it is NULL: `(a, NULL)` and
+  `(NULL, a)` hash differently. A changed row is missed only if both 64-bit hashes collide.
+  `hashed` are the published non-key columns in name order (hash_diff.py).
+-#}
+
+{%- macro openmirror_row_hash(hashed, seed) -%}
+  {%- set parts = [seed | string] -%}
+  {%- for column in hashed -%}
+    {%- do parts.append(openmirror_published_value(openmirror_quote(column.name), column)) -%}
+    {%- do parts.append(openmirror_quote(column.name) ~ ' is null') -%}
+  {%- endfor -%}
+  xxhash64({{ parts | join(', ') }})
+{%- endmacro -%}
+
+{#- The key and row hash of every row of `relation`, as a narrow table (no shuffle). -#}
+{%- macro openmirror_key_hashes_sql(target, relation, key_columns, hashed, properties) -%}
+create table {{ target }} using parquet tblproperties ({{ openmirror_properties(properties) }}) as
+select {{ openmirror_quoted_list(key_columns) }}, {{ openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
+from {{ relation }}
+{%- endmacro -%}
+
+{#- Keys that are new, changed or gone, with their marker, and keys the output repeats (with their
+    row count, for the key check). Counting rows per key shares the join's shuffle. -#}
+{%- macro openmirror_changed_keys_sql(target, new_hashes, previous_hashes, key_columns, change_markers) -%}
+  {%- set either = [] -%}
+  {%- for key in key_columns -%}
+    {%- do either.append('coalesce(n.' ~ openmirror_quote(key) ~ ', o.' ~ openmirror_quote(key) ~ ') as ' ~ openmirror_quote(key)) -%}
+  {%- endfor -%}
+create table {{ target }} using parquet as
+select {{ either | join(', ') }}, cast(case when o.`__openmirror_hash1` is null then {{ openmirror_new_marker(change_markers) }} when n.`__openmirror_hash1` is null then {{ openmirror_delete_marker() }} else {{ openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`, n.`__openmirror_rows`
+from (select {{ openmirror_quoted_list(key_columns) }}, count(*) as `__openmirror_rows`, max(`__openmirror_hash1`) as `__openmirror_hash1`, max(`__openmirror_hash2`) as `__openmirror_hash2`
+  from {{ new_hashes }} group by {{ openmirror_quoted_list(key_columns) }}) n
+full outer join {{ previous_hashes }} o on {{ openmirror_key_join('n', 'o', key_columns) }}
+where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__openmirror_rows` > 1
+  or n.`__openmirror_hash1` <> o.`__openmirror_hash1` or n.`__openmirror_hash2` <> o.`__openmirror_hash2`
+{%- endmacro -%}
+
+{#- The published rows of the new and changed keys, then the deleted keys with only the key.
+    An inner join, so that Spark can broadcast the changed keys and stream the output past them
+    (an outer join could only broadcast the output). -#}
+{%- macro openmirror_changed_rows_sql(new_relation, changes, columns, kept, key_columns, position) -%}
+  {%- set keys = key_columns | map('lower') | list -%}
+  {%- set present = [] -%}
+  {%- set deleted = [] -%}
+  {%- for column in columns -%}
+    {%- set name = openmirror_quote(column.name) -%}
+    {%- if column.name | lower in keys -%}
+      {%- do present.append('c.' ~ name ~ ' as ' ~ name) -%}
+      {%- do deleted.append(name) -%}
+    {%- else -%}
+      {%- do present.append(openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do deleted.append(openmirror_null_of(column)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for column in kept -%}
+    {%- do present.append(openmirror_null_of(column)) -%}
+    {%- do deleted.append(openmirror_null_of(column)) -%}
+  {%- endfor -%}
+select
+  {{ openmirror_with_marker(present, 'c.`__rowMarker__`', position) }}
+from {{ changes }} c
+join {{ new_relation }} n on {{ openmirror_key_join('c', 'n', key_columns) }}
+where c.`__rowMarker__` <> {{ openmirror_delete_marker() }}
+union all
+select
+  {{ openmirror_with_marker(deleted, '`__rowMarker__`', position) }}
+from {{ changes }} where `__rowMarker__` = {{ openmirror_delete_marker() }}
+{%- endmacro -%}

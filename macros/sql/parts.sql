@@ -1,0 +1,55 @@
+{#-
+  Pieces every change-row select shares. They take plain values (names, column descriptions
+  with `name`, `data_type`, `published_type` and `is_complex`) and render SQL text only, so the
+  plugin (through the adapter) and the package (on a stock Spark connection) render the same SQL.
+-#}
+
+{%- macro openmirror_quote(name) -%}
+  `{{ name | replace('`', '``') }}`
+{%- endmacro -%}
+
+{%- macro openmirror_string(value) -%}
+  '{{ value | replace('\\', '\\\\') | replace("'", "\\'") }}'
+{%- endmacro -%}
+
+{#- The marker of a new key and of a changed row under a `change_markers` setting. -#}
+{%- macro openmirror_new_marker(change_markers) -%}
+  {{ 4 if change_markers == 'upsert' else 0 }}
+{%- endmacro -%}
+
+{%- macro openmirror_changed_marker(change_markers) -%}
+  {{ 4 if change_markers == 'upsert' else 1 }}
+{%- endmacro -%}
+
+{%- macro openmirror_delete_marker() -%}2{%- endmacro -%}
+
+{#- The value a Parquet file carries: complex values travel as JSON text (maps have no equality
+    in Spark, and JSON text compares every complex type the same way). -#}
+{%- macro openmirror_published_value(expression, column) -%}
+  {{ 'to_json(' ~ expression ~ ')' if column.is_complex else expression }}
+{%- endmacro -%}
+
+{%- macro openmirror_null_of(column) -%}
+  cast(null as {{ column.published_type }}) as {{ openmirror_quote(column.name) }}
+{%- endmacro -%}
+
+{#- The select list with `__rowMarker__` first or last. -#}
+{%- macro openmirror_with_marker(columns, marker, position) -%}
+  {%- set marker_column = marker ~ ' as ' ~ openmirror_quote('__rowMarker__') -%}
+  {%- set ordered = [marker_column] + columns if position == 'first' else columns + [marker_column] -%}
+  {{ ordered | join(',\n  ') }}
+{%- endmacro -%}
+
+{%- macro openmirror_key_join(left, right, key_columns) -%}
+  {%- set pairs = [] -%}
+  {%- for key in key_columns -%}
+    {%- do pairs.append(left ~ '.' ~ openmirror_quote(key) ~ ' = ' ~ right ~ '.' ~ openmirror_quote(key)) -%}
+  {%- endfor -%}
+  {{ pairs | join(' and ') }}
+{%- endmacro -%}
+
+{%- macro openmirror_quoted_list(names, prefix='') -%}
+  {%- set quoted = [] -%}
+  {%- for name in names -%}{%- do quoted.append(prefix ~ openmirror_quote(name)) -%}{%- endfor -%}
+  {{ quoted | join(', ') }}
+{%- endmacro -%}
