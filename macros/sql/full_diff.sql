@@ -4,11 +4,11 @@
 {%- macro openmirror_initial_load_sql(relation, columns, kept, change_markers, position) -%}
   {%- set select_list = [] -%}
   {%- for column in columns -%}
-    {%- do select_list.append(openmirror_published_value(openmirror_quote(column.name), column) ~ ' as ' ~ openmirror_quote(column.name)) -%}
+    {%- do select_list.append(dbt_openmirror.openmirror_published_value(dbt_openmirror.openmirror_quote(column.name), column) ~ ' as ' ~ dbt_openmirror.openmirror_quote(column.name)) -%}
   {%- endfor -%}
-  {%- for column in kept -%}{%- do select_list.append(openmirror_null_of(column)) -%}{%- endfor -%}
+  {%- for column in kept -%}{%- do select_list.append(dbt_openmirror.openmirror_null_of(column)) -%}{%- endfor -%}
 select
-  {{ openmirror_with_marker(select_list, 'cast(' ~ openmirror_new_marker(change_markers) ~ ' as int)', position) }}
+  {{ dbt_openmirror.openmirror_with_marker(select_list, 'cast(' ~ dbt_openmirror.openmirror_new_marker(change_markers) ~ ' as int)', position) }}
 from {{ relation }}
 {%- endmacro -%}
 
@@ -19,33 +19,33 @@ from {{ relation }}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set added_names = [] -%}
   {%- for column in added -%}{%- do added_names.append(column.name | lower) -%}{%- endfor -%}
-  {%- set probe = openmirror_quote(key_columns[0]) -%}
+  {%- set probe = dbt_openmirror.openmirror_quote(key_columns[0]) -%}
   {%- set select_list = [] -%}
   {%- set unchanged = [] -%}
   {%- for column in columns -%}
-    {%- set name = openmirror_quote(column.name) -%}
+    {%- set name = dbt_openmirror.openmirror_quote(column.name) -%}
     {%- if column.name | lower in keys -%}
-      {%- do select_list.append(openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ name) -%}
+      {%- do select_list.append(dbt_openmirror.openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ name) -%}
     {%- else -%}
-      {%- do select_list.append(openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do select_list.append(dbt_openmirror.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
       {%- if column.name | lower in added_names -%}
         {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
       {%- else -%}
-        {%- do unchanged.append(openmirror_published_value('n.' ~ name, column) ~ ' <=> ' ~ openmirror_published_value('o.' ~ name, column)) -%}
+        {%- do unchanged.append(dbt_openmirror.openmirror_published_value('n.' ~ name, column) ~ ' <=> ' ~ dbt_openmirror.openmirror_published_value('o.' ~ name, column)) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for column in kept -%}
-    {%- do select_list.append(openmirror_null_of(column)) -%}
-    {%- do unchanged.append('o.' ~ openmirror_quote(column.name) ~ ' is null') -%}
+    {%- do select_list.append(dbt_openmirror.openmirror_null_of(column)) -%}
+    {%- do unchanged.append('o.' ~ dbt_openmirror.openmirror_quote(column.name) ~ ' is null') -%}
   {%- endfor -%}
-  {%- set marker = 'cast(case when o.' ~ probe ~ ' is null then ' ~ openmirror_new_marker(change_markers)
-      ~ ' when n.' ~ probe ~ ' is null then ' ~ openmirror_delete_marker()
-      ~ ' else ' ~ openmirror_changed_marker(change_markers) ~ ' end as int)' -%}
+  {%- set marker = 'cast(case when o.' ~ probe ~ ' is null then ' ~ dbt_openmirror.openmirror_new_marker(change_markers)
+      ~ ' when n.' ~ probe ~ ' is null then ' ~ dbt_openmirror.openmirror_delete_marker()
+      ~ ' else ' ~ dbt_openmirror.openmirror_changed_marker(change_markers) ~ ' end as int)' -%}
 select
-  {{ openmirror_with_marker(select_list, marker, position) }}
+  {{ dbt_openmirror.openmirror_with_marker(select_list, marker, position) }}
 from {{ new_relation }} n
-full outer join {{ previous_relation }} o on {{ openmirror_key_join('n', 'o', key_columns) }}
+full outer join {{ previous_relation }} o on {{ dbt_openmirror.openmirror_key_join('n', 'o', key_columns) }}
 where o.{{ probe }} is null or n.{{ probe }} is null
 {%- if unchanged %}
   or not ({{ unchanged | join(' and ') }})
@@ -59,8 +59,8 @@ where o.{{ probe }} is null or n.{{ probe }} is null
   {%- set parts = [] -%}
   {%- set nulls = [] -%}
   {%- for key in key_columns -%}
-    {%- do parts.append('concat(' ~ openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ openmirror_quote(key) ~ " as string), 'NULL'))") -%}
-    {%- do nulls.append(openmirror_quote(key) ~ ' is null') -%}
+    {%- do parts.append('concat(' ~ dbt_openmirror.openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ dbt_openmirror.openmirror_quote(key) ~ " as string), 'NULL'))") -%}
+    {%- do nulls.append(dbt_openmirror.openmirror_quote(key) ~ ' is null') -%}
   {%- endfor -%}
   {%- set example = "concat_ws(', ', " ~ parts | join(', ') ~ ")" -%}
 select * from (select 'NULL' as problem, {{ example }} as example, 1 as rows
@@ -70,6 +70,6 @@ select * from (select 'duplicate' as problem, {{ example }} as example,
 {%- if counted %} `__openmirror_rows` as rows
   from {{ relation }} where `__openmirror_rows` > 1
 {%- else %} count(*) as rows
-  from {{ relation }} group by {{ openmirror_quoted_list(key_columns) }} having count(*) > 1
+  from {{ relation }} group by {{ dbt_openmirror.openmirror_quoted_list(key_columns) }} having count(*) > 1
 {%- endif %} limit 1)
 {%- endmacro -%}

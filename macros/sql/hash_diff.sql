@@ -13,16 +13,16 @@
 {%- macro openmirror_row_hash(hashed, seed) -%}
   {%- set parts = [seed | string] -%}
   {%- for column in hashed -%}
-    {%- do parts.append(openmirror_published_value(openmirror_quote(column.name), column)) -%}
-    {%- do parts.append(openmirror_quote(column.name) ~ ' is null') -%}
+    {%- do parts.append(dbt_openmirror.openmirror_published_value(dbt_openmirror.openmirror_quote(column.name), column)) -%}
+    {%- do parts.append(dbt_openmirror.openmirror_quote(column.name) ~ ' is null') -%}
   {%- endfor -%}
   xxhash64({{ parts | join(', ') }})
 {%- endmacro -%}
 
 {#- The key and row hash of every row of `relation`, as a narrow table (no shuffle). -#}
 {%- macro openmirror_key_hashes_sql(target, relation, key_columns, hashed, properties) -%}
-create table {{ target }} using parquet tblproperties ({{ openmirror_properties(properties) }}) as
-select {{ openmirror_quoted_list(key_columns) }}, {{ openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
+create table {{ target }} using parquet tblproperties ({{ dbt_openmirror.openmirror_properties(properties) }}) as
+select {{ dbt_openmirror.openmirror_quoted_list(key_columns) }}, {{ dbt_openmirror.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ dbt_openmirror.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
 from {{ relation }}
 {%- endmacro -%}
 
@@ -31,13 +31,13 @@ from {{ relation }}
 {%- macro openmirror_changed_keys_sql(target, new_hashes, previous_hashes, key_columns, change_markers) -%}
   {%- set either = [] -%}
   {%- for key in key_columns -%}
-    {%- do either.append('coalesce(n.' ~ openmirror_quote(key) ~ ', o.' ~ openmirror_quote(key) ~ ') as ' ~ openmirror_quote(key)) -%}
+    {%- do either.append('coalesce(n.' ~ dbt_openmirror.openmirror_quote(key) ~ ', o.' ~ dbt_openmirror.openmirror_quote(key) ~ ') as ' ~ dbt_openmirror.openmirror_quote(key)) -%}
   {%- endfor -%}
 create table {{ target }} using parquet as
-select {{ either | join(', ') }}, cast(case when o.`__openmirror_hash1` is null then {{ openmirror_new_marker(change_markers) }} when n.`__openmirror_hash1` is null then {{ openmirror_delete_marker() }} else {{ openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`, n.`__openmirror_rows`
-from (select {{ openmirror_quoted_list(key_columns) }}, count(*) as `__openmirror_rows`, max(`__openmirror_hash1`) as `__openmirror_hash1`, max(`__openmirror_hash2`) as `__openmirror_hash2`
-  from {{ new_hashes }} group by {{ openmirror_quoted_list(key_columns) }}) n
-full outer join {{ previous_hashes }} o on {{ openmirror_key_join('n', 'o', key_columns) }}
+select {{ either | join(', ') }}, cast(case when o.`__openmirror_hash1` is null then {{ dbt_openmirror.openmirror_new_marker(change_markers) }} when n.`__openmirror_hash1` is null then {{ dbt_openmirror.openmirror_delete_marker() }} else {{ dbt_openmirror.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`, n.`__openmirror_rows`
+from (select {{ dbt_openmirror.openmirror_quoted_list(key_columns) }}, count(*) as `__openmirror_rows`, max(`__openmirror_hash1`) as `__openmirror_hash1`, max(`__openmirror_hash2`) as `__openmirror_hash2`
+  from {{ new_hashes }} group by {{ dbt_openmirror.openmirror_quoted_list(key_columns) }}) n
+full outer join {{ previous_hashes }} o on {{ dbt_openmirror.openmirror_key_join('n', 'o', key_columns) }}
 where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__openmirror_rows` > 1
   or n.`__openmirror_hash1` <> o.`__openmirror_hash1` or n.`__openmirror_hash2` <> o.`__openmirror_hash2`
 {%- endmacro -%}
@@ -50,26 +50,26 @@ where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__o
   {%- set present = [] -%}
   {%- set deleted = [] -%}
   {%- for column in columns -%}
-    {%- set name = openmirror_quote(column.name) -%}
+    {%- set name = dbt_openmirror.openmirror_quote(column.name) -%}
     {%- if column.name | lower in keys -%}
       {%- do present.append('c.' ~ name ~ ' as ' ~ name) -%}
       {%- do deleted.append(name) -%}
     {%- else -%}
-      {%- do present.append(openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
-      {%- do deleted.append(openmirror_null_of(column)) -%}
+      {%- do present.append(dbt_openmirror.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do deleted.append(dbt_openmirror.openmirror_null_of(column)) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for column in kept -%}
-    {%- do present.append(openmirror_null_of(column)) -%}
-    {%- do deleted.append(openmirror_null_of(column)) -%}
+    {%- do present.append(dbt_openmirror.openmirror_null_of(column)) -%}
+    {%- do deleted.append(dbt_openmirror.openmirror_null_of(column)) -%}
   {%- endfor -%}
 select
-  {{ openmirror_with_marker(present, 'c.`__rowMarker__`', position) }}
+  {{ dbt_openmirror.openmirror_with_marker(present, 'c.`__rowMarker__`', position) }}
 from {{ changes }} c
-join {{ new_relation }} n on {{ openmirror_key_join('c', 'n', key_columns) }}
-where c.`__rowMarker__` <> {{ openmirror_delete_marker() }}
+join {{ new_relation }} n on {{ dbt_openmirror.openmirror_key_join('c', 'n', key_columns) }}
+where c.`__rowMarker__` <> {{ dbt_openmirror.openmirror_delete_marker() }}
 union all
 select
-  {{ openmirror_with_marker(deleted, '`__rowMarker__`', position) }}
-from {{ changes }} where `__rowMarker__` = {{ openmirror_delete_marker() }}
+  {{ dbt_openmirror.openmirror_with_marker(deleted, '`__rowMarker__`', position) }}
+from {{ changes }} where `__rowMarker__` = {{ dbt_openmirror.openmirror_delete_marker() }}
 {%- endmacro -%}

@@ -30,12 +30,12 @@
 {%- endmacro -%}
 
 {%- macro openmirror_null_of(column) -%}
-  cast(null as {{ column.published_type }}) as {{ openmirror_quote(column.name) }}
+  cast(null as {{ column.published_type }}) as {{ dbt_openmirror.openmirror_quote(column.name) }}
 {%- endmacro -%}
 
 {#- The select list with `__rowMarker__` first or last. -#}
 {%- macro openmirror_with_marker(columns, marker, position) -%}
-  {%- set marker_column = marker ~ ' as ' ~ openmirror_quote('__rowMarker__') -%}
+  {%- set marker_column = marker ~ ' as ' ~ dbt_openmirror.openmirror_quote('__rowMarker__') -%}
   {%- set ordered = [marker_column] + columns if position == 'first' else columns + [marker_column] -%}
   {{ ordered | join(',\n  ') }}
 {%- endmacro -%}
@@ -43,13 +43,13 @@
 {%- macro openmirror_key_join(left, right, key_columns) -%}
   {%- set pairs = [] -%}
   {%- for key in key_columns -%}
-    {%- do pairs.append(left ~ '.' ~ openmirror_quote(key) ~ ' = ' ~ right ~ '.' ~ openmirror_quote(key)) -%}
+    {%- do pairs.append(left ~ '.' ~ dbt_openmirror.openmirror_quote(key) ~ ' = ' ~ right ~ '.' ~ dbt_openmirror.openmirror_quote(key)) -%}
   {%- endfor -%}
   {{ pairs | join(' and ') }}
 {%- endmacro -%}
 
 {%- macro openmirror_quoted_list(names, prefix='') -%}
   {%- set quoted = [] -%}
-  {%- for name in names -%}{%- do quoted.append(prefix ~ openmirror_quote(name)) -%}{%- endfor -%}
+  {%- for name in names -%}{%- do quoted.append(prefix ~ dbt_openmirror.openmirror_quote(name)) -%}{%- endfor -%}
   {{ quoted | join(', ') }}
 {%- endmacro -%}

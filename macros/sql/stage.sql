@@ -7,11 +7,11 @@
     output table). Files are numbered in name order; a key appears once per publish, so the order
     among them does not matter. -#}
 {%- macro openmirror_write_files_sql(uri, select_sql, compression, max_rows_per_file, writers, shuffle) -%}
-  {%- set options = ['compression ' ~ openmirror_string(compression)] -%}
+  {%- set options = ['compression ' ~ dbt_openmirror.openmirror_string(compression)] -%}
   {%- if max_rows_per_file -%}
-    {%- do options.append('maxRecordsPerFile ' ~ openmirror_string(max_rows_per_file | string)) -%}
+    {%- do options.append('maxRecordsPerFile ' ~ dbt_openmirror.openmirror_string(max_rows_per_file | string)) -%}
   {%- endif -%}
-insert overwrite directory {{ openmirror_string(uri) }}
+insert overwrite directory {{ dbt_openmirror.openmirror_string(uri) }}
 using parquet options ({{ options | join(', ') }})
 select /*+ {{ 'REPARTITION' if shuffle else 'COALESCE' }}({{ writers | int }}) */ * from (
 {{ select_sql }}
@@ -21,7 +21,7 @@ select /*+ {{ 'REPARTITION' if shuffle else 'COALESCE' }}({{ writers | int }}) *
 {#- Rows per marker in the staged files; Spark reads only the marker column. -#}
 {%- macro openmirror_marker_counts_sql(uri) -%}
 select `__rowMarker__` as marker, count(*) as row_count
-from parquet.{{ openmirror_quote(uri) }} group by `__rowMarker__`
+from parquet.{{ dbt_openmirror.openmirror_quote(uri) }} group by `__rowMarker__`
 {%- endmacro -%}
 
 {%- macro openmirror_row_count_sql(relation) -%}
@@ -31,24 +31,24 @@ select count(*) from {{ relation }}
 {%- macro openmirror_properties(properties) -%}
   {%- set pairs = [] -%}
   {%- for key, value in properties.items() -%}
-    {%- do pairs.append(openmirror_string(key) ~ ' = ' ~ openmirror_string(value)) -%}
+    {%- do pairs.append(dbt_openmirror.openmirror_string(key) ~ ' = ' ~ dbt_openmirror.openmirror_string(value)) -%}
   {%- endfor -%}
   {{ pairs | join(', ') }}
 {%- endmacro -%}
 
 {#- Table properties that record which folder and file number (or staged run) a snapshot matches. -#}
 {%- macro openmirror_snapshot_record_sql(relation, properties) -%}
-alter table {{ relation }} set tblproperties ({{ openmirror_properties(properties) }})
+alter table {{ relation }} set tblproperties ({{ dbt_openmirror.openmirror_properties(properties) }})
 {%- endmacro -%}
 
 {#- Columns the model dropped stay in the snapshot (NULL from now on), as the mirror keeps them. -#}
 {%- macro openmirror_keep_columns_sql(relation, kept) -%}
   {%- set columns = [] -%}
-  {%- for column in kept -%}{%- do columns.append(openmirror_quote(column.name) ~ ' ' ~ column.data_type) -%}{%- endfor -%}
+  {%- for column in kept -%}{%- do columns.append(dbt_openmirror.openmirror_quote(column.name) ~ ' ' ~ column.data_type) -%}{%- endfor -%}
 alter table {{ relation }} add columns ({{ columns | join(', ') }})
 {%- endmacro -%}
 
 {#- A copy of `source` with only `columns` (Parquet tables cannot drop columns in place). -#}
 {%- macro openmirror_project_columns_sql(target, source, columns) -%}
-create table {{ target }} using parquet as select {{ openmirror_quoted_list(columns) }} from {{ source }}
+create table {{ target }} using parquet as select {{ dbt_openmirror.openmirror_quoted_list(columns) }} from {{ source }}
 {%- endmacro -%}

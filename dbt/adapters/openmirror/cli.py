@@ -1,8 +1,10 @@
-"""The `dbt-openmirror` command: check a landing zone, replay it locally, show its status."""
+"""The `dbt-openmirror` command: publish what package mode staged, check a landing zone, replay it
+locally, show its status."""
 
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -16,9 +18,11 @@ from dbt.adapters.openmirror.monitoring import (
     describe_replicator,
     parse_tables,
 )
+from dbt.adapters.openmirror.package_publish import PackagePublisher, staged_runs
 from dbt.adapters.openmirror.publisher import Publisher
 from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
+from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 from dbt.adapters.openmirror.validate import ERROR, validate
 
 
@@ -26,7 +30,25 @@ def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
     """The landing zone named on the command line; OneLake sign-in from the options (the client
     secret only from AZURE_CLIENT_SECRET, never from the command line)."""
     auth = AzureAuth(args.auth, args.tenant_id, args.client_id, os.environ.get("AZURE_CLIENT_SECRET"))
-    return open_landing_zone(args.landing_zone, auth)
+    storage = open_landing_zone(args.landing_zone, auth)
+    injector = FaultInjector.from_environment()  # test tool only, see storage/faults.py
+    return FaultInjectingStorage(storage, injector) if injector is not None else storage
+
+
+def _publish(args: argparse.Namespace) -> int:
+    publisher = PackagePublisher(
+        _landing_zone(args), lease_wait_seconds=args.lease_wait_seconds, log=lambda line: print(line, flush=True)
+    )
+    if not args.watch:
+        published = publisher.publish()
+        print(f"published {len(published)} staged runs", flush=True)
+        return 0
+    while True:  # until interrupted; a failing table is retried at the next poll
+        try:
+            publisher.publish()
+        except OpenMirrorError as exc:
+            print(f"dbt-openmirror publish: {exc.msg}", file=sys.stderr, flush=True)
+        time.sleep(args.interval)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -70,6 +92,11 @@ def _status(args: argparse.Namespace) -> int:
         print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
         for note in _publisher_notes(leases, folder, state):
             print(f"    {note}")
+    waiting = staged_runs(storage)
+    if waiting:
+        print("staged by package mode, not yet published (run `dbt-openmirror publish`):")
+    for run in waiting:
+        print(f"    {run.table_folder}: {run.describe()}, {run.state} at {run.recorded_at:%Y-%m-%d %H:%M:%S} UTC")
     return 0
 
 
@@ -122,6 +149,17 @@ def parser() -> argparse.ArgumentParser:
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
     _landing_zone_arguments(check)
     check.set_defaults(run=_validate)
+    publish = commands.add_parser(
+        "publish", help="publish the runs package mode staged, in order, exactly once"
+    )
+    _landing_zone_arguments(publish)
+    publish.add_argument("--watch", action="store_true", help="keep publishing every --interval seconds")
+    publish.add_argument("--interval", type=float, default=60.0, help="seconds between polls with --watch")
+    publish.add_argument(
+        "--lease-wait-seconds", type=float, default=0.0,
+        help="wait this long for a table another publisher holds (default: fail at once)",
+    )
+    publish.set_defaults(run=_publish)
     status = commands.add_parser(
         "status", help="per table: last number, files waiting, the mirror's status (Files/Monitoring)"
     )

@@ -6,7 +6,7 @@ corrupts replication; warnings are what works but is probably not intended.
 
 import json
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Set
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +22,7 @@ from dbt.adapters.openmirror.landing_zone import (
     parse_sequence_number,
     table_folders,
 )
+from dbt.adapters.openmirror.package_publish import MANIFEST_FOLDER, staged_runs
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 ROW_MARKER = "__rowMarker__"
@@ -62,7 +63,9 @@ class LandingZoneValidator:
         self.findings.append(Finding(severity, where, message))
 
     def validate(self) -> List[Finding]:
-        self._scratch_leftovers(SCRATCH_FOLDER)
+        # Package mode's manifest, and the runs it lists as waiting for `dbt-openmirror publish`.
+        expected = {MANIFEST_FOLDER, *(run.staged_folder for run in staged_runs(self.storage))}
+        self._scratch_leftovers(SCRATCH_FOLDER, expected)
         for name in self.storage.list_names(""):
             if name.endswith(SCHEMA_FOLDER_SUFFIX):
                 problem = folder_name_problem(name[: -len(SCHEMA_FOLDER_SUFFIX)])
@@ -75,11 +78,13 @@ class LandingZoneValidator:
             self._table_folder(folder)
         return self.findings
 
-    def _scratch_leftovers(self, folder: str) -> None:
+    def _scratch_leftovers(self, folder: str, expected: Set[str]) -> None:
         for name in self.storage.list_names(folder):
             path = f"{folder}/{name}"
+            if path in expected:
+                continue
             if self.storage.list_names(path):
-                self._scratch_leftovers(path)
+                self._scratch_leftovers(path, expected)
             elif name.endswith(".parquet"):
                 self._add(WARNING, path, "staged file left behind by an unfinished publish")
 

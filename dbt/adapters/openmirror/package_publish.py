@@ -1,0 +1,268 @@
+"""`dbt-openmirror publish`: the second half of package mode, outside dbt.
+
+In package mode (macros/materializations/open_mirror_package.sql) dbt runs on a stock Spark or
+Databricks connection and only stages each run's change files in `_scratchPad/`, recording the
+run in the manifest table, whose Parquet files live in the landing zone too. This module reads
+the manifest without Spark and publishes every staged run, table by table in staging order, with
+the plugin's own publisher (journal, create-only renames) under the plugin's per-table lease. It
+then appends a `published` row to the manifest, as a Parquet file of the manifest table's shape.
+
+Exactly once: the journal's `lastRunId` says which run a table folder holds last. A run staged
+against a different run (its `base_run_id`) is not published: the chain is broken (for example
+a staged run was deleted), and only a `--full-refresh` of the model can bring the table back.
+"""
+
+import json
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dbt.adapters.openmirror.config import DEFAULT_LEASE_TTL_SECONDS
+from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.landing_zone import SCHEMA_FOLDER_SUFFIX, SCRATCH_FOLDER, folder_name_problem
+from dbt.adapters.openmirror.lease import Heartbeat, LeaseManager
+from dbt.adapters.openmirror.publisher import Publisher, PublishRecord
+from dbt.adapters.openmirror.recovery import ROLL_FORWARD, decide
+from dbt.adapters.openmirror.run_plan import check_key_columns
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+MANIFEST_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/manifest"
+STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
+FULL = "full"
+# A run's states only move forward; its row with the highest rank is its state.
+_STATE_RANK = {STAGING: 0, STAGED: 1, DISCARDED: 1, PUBLISHED: 2}
+
+#: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
+MANIFEST_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("model", pa.string()), ("table_folder", pa.string()),
+    ("key_columns", pa.string()), ("base_run_id", pa.string()), ("load", pa.string()),
+    ("reason", pa.string()), ("staged_sequence", pa.int64()), ("staged_folder", pa.string()),
+    ("rows", pa.int64()), ("marker_counts", pa.string()), ("state", pa.string()),
+    ("recorded_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """A run as the manifest records it, in its latest state."""
+
+    run_id: str
+    model: str
+    table_folder: str
+    key_columns: List[str]
+    base_run_id: Optional[str]
+    load: str
+    reason: str
+    staged_sequence: int
+    staged_folder: str
+    rows: int
+    marker_counts: Dict[str, int]
+    state: str
+    recorded_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Dict) -> "StagedRun":
+        values = dict(row)
+        values["key_columns"] = json.loads(values["key_columns"])
+        values["marker_counts"] = json.loads(values["marker_counts"])
+        return cls(**values)
+
+    def to_row(self, state: str) -> Dict:
+        row = {name: getattr(self, name) for name in MANIFEST_SCHEMA.names}
+        row.update(
+            key_columns=json.dumps(self.key_columns), marker_counts=json.dumps(self.marker_counts),
+            state=state, recorded_at=datetime.now(timezone.utc),
+        )
+        return row
+
+    def describe(self) -> str:
+        load = "full load" if self.load == FULL else "changes"
+        return f"run {self.run_id} of '{self.model}' ({load}, {self.rows} rows)"
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    run: StagedRun
+    names: List[str]
+
+    def describe(self) -> str:
+        files = f"{self.names[0]} .. {self.names[-1]}" if len(self.names) > 1 else (
+            self.names[0] if self.names else "no file (no changes)"
+        )
+        return f"{self.run.table_folder}: published {self.run.describe()} as {files}"
+
+
+def _manifest_files(storage: LandingZoneStorage) -> List[str]:
+    # Spark's _SUCCESS and .crc files, and our own files while they are uploaded, start with _ or .
+    return [
+        f"{MANIFEST_FOLDER}/{name}" for name in sorted(storage.list_names(MANIFEST_FOLDER))
+        if not name.startswith(("_", ".")) and name.endswith(".parquet")
+    ]
+
+
+def read_manifest(storage: LandingZoneStorage) -> List[StagedRun]:
+    """Every run the manifest knows, in its latest state, in staging order per table folder."""
+    latest: Dict[str, StagedRun] = {}
+    for path in _manifest_files(storage):
+        with storage.open_read(path) as handle:
+            rows = pq.read_table(handle).to_pylist()
+        for row in rows:
+            run = StagedRun.from_row(row)
+            known = latest.get(run.run_id)
+            if known is None or _STATE_RANK[run.state] > _STATE_RANK[known.state]:
+                latest[run.run_id] = run
+    return sorted(latest.values(), key=lambda r: (r.table_folder, r.staged_sequence))
+
+
+def record_published(storage: LandingZoneStorage, run: StagedRun) -> None:
+    """Append the run's `published` row to the manifest table: uploaded under a hidden name,
+    then renamed create-only, so Spark never reads a partial file and a retry adds nothing."""
+    name = f"published-{run.run_id}.parquet"
+    with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
+        local_file = Path(local) / name
+        pq.write_table(pa.Table.from_pylist([run.to_row(PUBLISHED)], schema=MANIFEST_SCHEMA), local_file)
+        storage.upload_file(local_file, f"{MANIFEST_FOLDER}/_{name}")
+    try:
+        storage.rename_create_only(f"{MANIFEST_FOLDER}/_{name}", f"{MANIFEST_FOLDER}/{name}")
+    except TargetExistsError:
+        storage.delete_file(f"{MANIFEST_FOLDER}/_{name}")
+
+
+def _check_table_folder(run: StagedRun) -> None:
+    """The manifest is data anyone with access could edit: its folder must be a table folder."""
+    parts = run.table_folder.split("/")
+    if len(parts) == 2 and parts[0].endswith(SCHEMA_FOLDER_SUFFIX):
+        parts[0] = parts[0][: -len(SCHEMA_FOLDER_SUFFIX)]
+    elif len(parts) != 1:
+        parts = []
+    problems = [f"'{part}': {folder_name_problem(part)}" for part in parts if folder_name_problem(part)]
+    if not parts or problems:
+        raise PublishError(
+            f"{run.describe()} names the table folder {run.table_folder!r}, which is not a "
+            f"landing-zone table folder ({'; '.join(problems) or 'expected <schema>.schema/<table>'}). "
+            "Nothing of it was published."
+        )
+
+
+class PackagePublisher:
+    def __init__(
+        self, storage: LandingZoneStorage, lease_ttl_seconds: float = DEFAULT_LEASE_TTL_SECONDS,
+        lease_wait_seconds: float = 0, log: Callable[[str], None] = print,
+    ) -> None:
+        self.storage = storage
+        self.publisher = Publisher(storage)
+        self.leases = LeaseManager(storage)
+        self.lease_ttl_seconds = lease_ttl_seconds
+        self.lease_wait_seconds = lease_wait_seconds
+        self.log = log
+
+    def publish(self) -> List[PublishedRun]:
+        """Publish every staged run; a table whose runs cannot be published stops only itself,
+        and the first such error is raised once the other tables are done."""
+        runs = read_manifest(self.storage)
+        published: List[PublishedRun] = []
+        failures: List[PublishError] = []
+        for table_folder in dict.fromkeys(r.table_folder for r in runs if r.state == STAGED):
+            waiting = [r for r in runs if r.table_folder == table_folder and r.state == STAGED]
+            try:
+                published += self._publish_table(table_folder, waiting)
+            except PublishError as exc:
+                self.log(f"{table_folder}: {exc.msg}")
+                failures.append(exc)
+        for run in runs:
+            if run.state == DISCARDED and self.storage.list_names(run.staged_folder):
+                self.publisher.discard(run.staged_folder)
+        if failures:
+            raise failures[0]
+        return published
+
+    def _publish_table(self, table_folder: str, runs: List[StagedRun]) -> List[PublishedRun]:
+        for run in runs:
+            _check_table_folder(run)
+        holder = f"publish-{uuid.uuid4().hex[:12]}"
+        lease = self.leases.acquire(
+            table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds
+        )
+        heartbeat = Heartbeat(
+            self.leases, lease, self.lease_ttl_seconds,
+            lambda exc: self.log(f"{table_folder}: could not renew the lease: {exc}"),
+        )
+        try:
+            self._finish_interrupted(table_folder, runs)
+            published = []
+            for run in runs:
+                names = self._publish_run(run, lease)
+                record_published(self.storage, run)
+                if names is not None:
+                    published.append(PublishedRun(run, names))
+                    self.log(published[-1].describe())
+            return published
+        finally:
+            heartbeat.stop()
+            self.leases.release(lease)
+
+    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun]) -> None:
+        """A publish journaled but not committed (the command stopped): the staged run is
+        durable, so finish it when its files are all still there; otherwise forget it."""
+        pending = self.publisher.table_state(table_folder).pending
+        if pending is None:
+            return
+        staged = {r.run_id for r in runs}
+        recovery = decide(
+            pending, self.publisher.published_names(table_folder),
+            set(self.storage.list_names(pending.staged_folder)),
+            pending.run_id if pending.run_id in staged else None, None,
+        )
+        self.log(f"{table_folder}: recovering: {recovery.message}")
+        if recovery.action == ROLL_FORWARD:
+            self.publisher.complete(pending)
+            self.publisher.commit(pending)
+        else:
+            self.publisher.abandon(pending)
+
+    def _publish_run(self, run: StagedRun, lease) -> Optional[List[str]]:
+        """The run's files into the next numbers; None when an earlier attempt published it."""
+        folder = run.table_folder
+        record: Optional[PublishRecord] = self.publisher.read_record(folder)
+        if record is not None and record.run_id == run.run_id:
+            return None
+        state = self.publisher.table_state(folder)
+        if run.load != FULL:
+            last = record.run_id if record is not None else None
+            if not state.exists or run.base_run_id != last:
+                raise PublishError(
+                    f"{run.describe()} holds the changes since run {run.base_run_id}, but "
+                    f"{self.storage.location}/{folder} "
+                    + (f"holds run {last} last" if state.exists else "does not exist")
+                    + f". Nothing more of this table was published. Run `dbt run --full-refresh -s "
+                    f"{run.model}` to stage the whole table again."
+                )
+            if state.numbering_conflict:
+                raise PublishError(f"Model '{run.model}': {state.numbering_conflict}")
+            check_key_columns(run.model, state.key_columns, run.key_columns)
+        pending = self.publisher.prepare(
+            folder, run.key_columns, run.staged_folder, state, run.rows, run.model, run.run_id,
+            full_load=run.load == FULL, rebuild=run.load == FULL and state.exists,
+        )
+        self.leases.check_held(lease)
+        if pending.files:
+            self.publisher.begin(pending)
+            self.publisher.complete(pending)
+        # Also without files: the record then names this run, so the chain goes on from it.
+        self.publisher.commit(pending)
+        return pending.names
+
+
+def staged_runs(storage: LandingZoneStorage) -> List[StagedRun]:
+    """Runs waiting for `dbt-openmirror publish`, and runs still being staged."""
+    return [r for r in read_manifest(storage) if r.state in (STAGING, STAGED)]
+
+
+def publish_staged_runs(storage: LandingZoneStorage, log: Callable[[str], None] = print) -> List[PublishedRun]:
+    return PackagePublisher(storage, log=log).publish()

@@ -1,0 +1,79 @@
+{#- Package mode: the key columns, the key check and the column changes, in Jinja (the plugin
+    decides these in Python: keys.py, schema_plan.py). -#}
+
+{#- Columns as the shared SQL macros take them (name, data_type, published_type, is_complex). -#}
+{%- macro openmirror_column_specs(columns) -%}
+  {%- set specs = [] -%}
+  {%- for column in columns -%}
+    {%- set data_type = column.dtype | trim | lower -%}
+    {%- set is_complex = data_type.startswith(('struct<', 'array<', 'map<')) -%}
+    {%- do specs.append({
+        'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex,
+        'published_type': 'string' if is_complex else data_type,
+    }) -%}
+  {%- endfor -%}
+  {{ return(specs) }}
+{%- endmacro -%}
+
+{#- The model's own spelling of each key column (Spark matches names case-insensitively). -#}
+{%- macro openmirror_resolve_keys(unique_key, specs) -%}
+  {%- set by_lower = {} -%}
+  {%- for spec in specs -%}{%- do by_lower.update({spec.name | lower: spec.name}) -%}{%- endfor -%}
+  {%- set resolved = [] -%}
+  {%- for key in unique_key -%}
+    {%- if key | lower not in by_lower -%}
+      {%- do dbt_openmirror.openmirror_fail("unique_key column(s) ['" ~ key ~ "'] are not in the model's output; its "
+          ~ "columns are " ~ specs | map(attribute='name') | list) -%}
+    {%- endif -%}
+    {%- do resolved.append(by_lower[key | lower]) -%}
+  {%- endfor -%}
+  {{ return(resolved) }}
+{%- endmacro -%}
+
+{#- Fail on the first NULL or duplicated key of the output, before anything is staged. -#}
+{%- macro openmirror_check_keys(relation, key_columns) -%}
+  {%- set problems = run_query(dbt_openmirror.openmirror_key_problems_sql(relation, key_columns, false)) -%}
+  {%- for problem in problems.rows -%}
+    {%- if problem[0] == 'NULL' -%}
+      {%- do dbt_openmirror.openmirror_fail("unique_key " ~ key_columns ~ " has NULL values, e.g. the row with "
+          ~ problem[1] ~ ". The mirror needs every key column set; filter or coalesce them.") -%}
+    {%- else -%}
+      {%- do dbt_openmirror.openmirror_fail("unique_key " ~ key_columns ~ " is not unique: " ~ problem[1] ~ " appears in "
+          ~ problem[2] ~ " rows. Each key must identify one row of the model's output.") -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endmacro -%}
+
+{#- Compare the snapshot's columns with the model's: {'kept', 'added', 'rebuild_reason'}.
+    Removed columns stay in the snapshot and are published as NULL; added ones are published;
+    a changed type stops the mirror's table, so it fails unless on_schema_change rebuilds. -#}
+{%- macro openmirror_schema_plan(previous, current, on_schema_change) -%}
+  {%- set previous_types = {} -%}
+  {%- for column in previous -%}{%- do previous_types.update({column.name | lower: column.published_type}) -%}{%- endfor -%}
+  {%- set current_names = current | map(attribute='name') | map('lower') | list -%}
+  {%- set added, kept, retyped = [], [], [] -%}
+  {%- for column in current -%}
+    {%- if column.name | lower not in previous_types -%}
+      {%- do added.append(column) -%}
+    {%- elif previous_types[column.name | lower] != column.published_type -%}
+      {%- do retyped.append("column '" ~ column.name ~ "' " ~ previous_types[column.name | lower] ~ " -> " ~ column.published_type) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for column in previous if column.name | lower not in current_names -%}{%- do kept.append(column) -%}{%- endfor -%}
+  {%- set changed = added or kept or retyped -%}
+  {%- if changed and on_schema_change == 'fail' -%}
+    {%- do dbt_openmirror.openmirror_fail("columns changed (added " ~ added | map(attribute='name') | list ~ ", removed "
+        ~ kept | map(attribute='name') | list ~ ", retyped " ~ retyped ~ ") and on_schema_change='fail'. Set "
+        ~ "on_schema_change='append_new_columns' to publish added columns, 'sync_all_columns' to rebuild "
+        ~ "the mirrored table, or run with --full-refresh.") -%}
+  {%- endif -%}
+  {%- if on_schema_change == 'sync_all_columns' and (retyped or kept) -%}
+    {{ return({'kept': [], 'added': added, 'rebuild_reason': (retyped + (["columns " ~ kept | map(attribute='name') | list ~ " were removed"] if kept else [])) | join('; ')}) }}
+  {%- endif -%}
+  {%- if retyped -%}
+    {%- do dbt_openmirror.openmirror_fail(retyped | join('; ') ~ ". The mirror stops replicating a table whose column type "
+        ~ "changes, so this is not published in place. Run with --full-refresh to rebuild the mirrored "
+        ~ "table, or set on_schema_change='sync_all_columns' to rebuild automatically.") -%}
+  {%- endif -%}
+  {{ return({'kept': kept, 'added': added, 'rebuild_reason': none}) }}
+{%- endmacro -%}
