@@ -1,0 +1,131 @@
+"""Package mode: the repository installed from a local path through packages.yml, on a stock
+`type: spark` connection, stages runs; `dbt-openmirror publish` publishes them. After every
+publish, replaying the landing zone in file order gives exactly the model output."""
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.openmirror.cli import main as openmirror_command
+from dbt.adapters.openmirror.package_publish import read_manifest
+from dbt.adapters.openmirror.storage import LocalStorage
+from tests.functional.mirror import (
+    assert_local_mirror_equals,
+    assert_mirror_equals,
+    file_markers,
+    findings_for,
+    model_output,
+    set_source,
+    table_folder,
+    tree_digest,
+)
+from tests.functional.package_mode import (
+    InPackageMode,
+    manifest_rows,
+    manifest_states,
+    publish,
+)
+
+COLUMNS = "as t(id, name, amount)"
+
+
+def _stage(project, warehouse, rows: str, columns: str = COLUMNS, extra_args=()):
+    set_source(warehouse, project.test_schema, f"select * from values {rows} {columns}")
+    return run_dbt(["run", *extra_args])[0]
+
+
+class TestPackageMode(InPackageMode):
+    def test_staged_runs_publish_in_order_exactly_once(self, project, warehouse, landing_zone, tmp_path, capsys):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        source = f"select * from {schema}.src"
+
+        # A first load: staged only, nothing in the table folder until published.
+        result = _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
+        assert result.adapter_response["code"] == "STAGED"
+        assert not folder.exists()
+        assert manifest_states(landing_zone) == ["staged"]
+        assert [r.load for r in publish(landing_zone)] == ["full"]
+        assert file_markers(folder) == [[0, 0, 0]]
+        assert_mirror_equals(warehouse, folder, source)
+        assert publish(landing_zone) == []  # nothing staged: nothing happens
+
+        # No change: the run is recorded and published without a file.
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
+        assert [r.rows for r in publish(landing_zone)] == [0]
+        assert len(file_markers(folder)) == 1
+
+        # Two runs staged before anyone publishes: published in staging order.
+        _stage(project, warehouse, "(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)")
+        _stage(project, warehouse, "(1, 'a', 11), (4, 'd', 41), (5, 'e', 50)")
+        assert openmirror_command(["status", str(landing_zone)]) == 0
+        status = capsys.readouterr().out
+        assert status.count("'customers' (changes, 3 rows), staged") == 2
+        assert [r.rows for r in publish(landing_zone)] == [3, 3]
+        assert [sorted(m) for m in file_markers(folder)] == [[0, 0, 0], [0, 1, 2], [0, 1, 2]]
+        assert_mirror_equals(warehouse, folder, source)
+        assert findings_for(landing_zone, folder) == []
+
+        # A new column is published in place; the mirror's values for old rows are NULL.
+        _stage(project, warehouse, "(1, 'a', 11, 'x'), (4, 'd', 41, null), (5, 'e', 50, null)",
+               "as t(id, name, amount, note)")
+        publish(landing_zone)
+        assert_mirror_equals(warehouse, folder, source)
+
+        # --full-refresh stages the whole table; the publish rebuilds the table folder.
+        _stage(project, warehouse, "(7, 'g', 70), (8, 'h', 80)", extra_args=["--full-refresh"])
+        assert [r.load for r in publish(landing_zone)] == ["full"]
+        assert file_markers(folder) == [[0, 0]]
+        assert_mirror_equals(warehouse, folder, source)
+        assert set(manifest_states(landing_zone)) == {"published"}
+        assert findings_for(landing_zone, folder) == []
+        assert_local_mirror_equals(warehouse, landing_zone, tmp_path / "mirror", schema, "customers", source)
+
+    def test_bad_keys_fail_before_staging(self, project, warehouse, landing_zone):
+        before = tree_digest(landing_zone)
+        set_source(warehouse, project.test_schema,
+                   f"select * from values (1, 'a', 1), (1, 'b', 2), (2, 'c', 3) {COLUMNS}")
+        results = run_dbt(["run"], expect_pass=False)
+        message = results[0].message
+        assert "Model 'customers'" in message and "['id'] is not unique: id=1 appears in 2 rows" in message
+        set_source(warehouse, project.test_schema,
+                   f"select * from values (1, 'a', 1), (null, 'b', 2) {COLUMNS}")
+        message = run_dbt(["run"], expect_pass=False)[0].message
+        assert "['id'] has NULL values, e.g. the row with id=NULL" in message
+        assert tree_digest(landing_zone) == before
+
+
+class TestInterruptedStaging(InPackageMode):
+    """dbt stopped between staging and advancing {{ this }}, or between advancing it and recording
+    that: the next run settles the earlier one, and nothing is lost or published twice."""
+
+    def test_the_next_run_settles_an_interrupted_one(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        source = f"select * from {schema}.src"
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)")
+        publish(landing_zone)
+
+        # Stopped after advancing {{ this }}: drop the run's `staged` row, as if never written.
+        _stage(project, warehouse, "(1, 'a', 11), (2, 'b', 20), (3, 'c', 30)")
+        staged_row = [r for r in manifest_rows(landing_zone) if r["state"] == "staged"][-1]
+        staged_row["file"].unlink()
+        assert manifest_states(landing_zone)[-1] == "staging"
+        # Stopped before advancing {{ this }}: a staged folder and a `staging` row of a run whose
+        # output never became the snapshot (written here as a copy of the row above).
+        warehouse.run(
+            f"insert into {schema}.openmirror_manifest select 'lost-run', model, table_folder, key_columns, "
+            f"base_run_id, load, reason, staged_sequence + 1, '_scratchPad/dbt-openmirror/lost-run', rows, "
+            f"marker_counts, 'staging', current_timestamp() from {schema}.openmirror_manifest "
+            f"where run_id = '{staged_row['run_id']}' and state = 'staging'"
+        )
+        lost = landing_zone / "_scratchPad" / "dbt-openmirror" / "lost-run"
+        lost.mkdir()
+        (lost / "part-00000.parquet").write_bytes(b"not published")
+
+        _stage(project, warehouse, "(1, 'a', 11), (3, 'c', 31)")
+        states = {r.run_id: r.state for r in read_manifest(LocalStorage(landing_zone))}
+        assert states["lost-run"] == "discarded"
+        assert [r.rows for r in publish(landing_zone)] == [2, 2]
+        assert not lost.exists()
+        assert_mirror_equals(warehouse, folder, source)
+        assert findings_for(landing_zone, folder) == []
