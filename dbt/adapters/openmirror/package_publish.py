@@ -231,6 +231,7 @@ class PackagePublisher:
         folder = run.table_folder
         record: Optional[PublishRecord] = self.publisher.read_record(folder)
         if record is not None and record.run_id == run.run_id:
+            self.publisher.discard(run.staged_folder)  # the commit may have stopped before this
             return None
         state = self.publisher.table_state(folder)
         if run.load != FULL:

@@ -1,0 +1,75 @@
+"""`dbt-openmirror publish` stopped at every landing-zone operation, and killed for real: the
+next publish finishes the work, and the landing zone replays to exactly the model output with
+continuous numbering, every staged run published once and nothing left staged."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.storage.faults import (
+    FAIL_AT,
+    FAIL_MODE,
+    FaultInjectingStorage,
+    FaultInjector,
+    InjectedFault,
+)
+from tests.functional.mirror import findings_for, model_output, normalized, table_folder
+from tests.functional.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
+from tests.functional.test_package_mode import _stage
+from tests.mirror_oracle import replay
+
+# Killed for real at these operations (in a separate process); every operation in-process.
+KILL_POINTS = (2, 7, 12)
+
+
+class TestPublishCrashes(InPackageMode):
+    @pytest.fixture(scope="class")
+    def staged(self, project, warehouse, landing_zone, tmp_path_factory):
+        """Three runs staged and none published, kept aside; and the final model output."""
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
+        _stage(project, warehouse, "(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)")
+        _stage(project, warehouse, "(1, 'a', 12), (4, 'd', 41), (5, 'e', 50)")
+        pristine = tmp_path_factory.mktemp("staged") / "landing_zone"
+        copy_landing_zone(landing_zone, pristine)
+        return pristine, model_output(warehouse, f"select * from {project.test_schema}.customers")
+
+    def _assert_published_once(self, project, landing_zone, expected):
+        folder = table_folder(landing_zone, project.test_schema, "customers")
+        assert normalized(replay(folder)) == expected
+        assert manifest_states(landing_zone) == ["published"] * 3
+        assert findings_for(landing_zone, folder) == []
+        scratch = landing_zone / "_scratchPad" / "dbt-openmirror"
+        assert sorted(p.name for p in scratch.iterdir() if p.name != "leases") == ["manifest"]
+
+    def test_every_operation(self, project, landing_zone, staged, tmp_path):
+        pristine, expected = staged
+        log = tmp_path / "operations.log"
+        copy_landing_zone(pristine, landing_zone)
+        publish(landing_zone, FaultInjectingStorage(LocalStorage(landing_zone), FaultInjector(0, log_path=str(log))))
+        operations = log.read_text().splitlines()
+        self._assert_published_once(project, landing_zone, expected)
+        assert len(operations) > max(KILL_POINTS)
+
+        for point in range(1, len(operations) + 1):
+            copy_landing_zone(pristine, landing_zone)
+            with pytest.raises(InjectedFault):
+                publish(landing_zone, FaultInjectingStorage(LocalStorage(landing_zone), FaultInjector(point)))
+            publish(landing_zone)
+            self._assert_published_once(project, landing_zone, expected)
+
+    @pytest.mark.parametrize("point", KILL_POINTS)
+    def test_killed_publish(self, project, landing_zone, staged, point):
+        pristine, expected = staged
+        copy_landing_zone(pristine, landing_zone)
+        command = [sys.executable, "-m", "dbt.adapters.openmirror.cli", "publish", str(landing_zone)]
+        killed = subprocess.run(
+            command, env={**os.environ, FAIL_AT: str(point), FAIL_MODE: "kill"}, capture_output=True, text=True
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        finished = subprocess.run(command, capture_output=True, text=True)
+        assert finished.returncode == 0, finished.stderr
+        self._assert_published_once(project, landing_zone, expected)
