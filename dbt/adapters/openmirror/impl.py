@@ -103,7 +103,9 @@ class OpenMirrorAdapter(SparkAdapter):
             ) from exc
 
     def _sql(self, macro: str, **values: Any) -> str:
-        """The SQL text a macro of macros/sql/ renders from plain values."""
+        """The SQL text a macro of macros/sql/ renders from plain values. dbt sets the macro
+        resolver this needs before it runs a node: every caller runs inside the materialization
+        (`dbt debug`, which has none, renders no SQL here)."""
         return str(self.execute_macro(macro, kwargs=values))
 
     # -- one publisher per table: lease and recovery -----------------------------------------
