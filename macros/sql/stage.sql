@@ -41,11 +41,14 @@ select count(*) from {{ relation }}
 alter table {{ relation }} set tblproperties ({{ dbt_openmirror.openmirror_properties(properties) }})
 {%- endmacro -%}
 
-{#- Columns the model dropped stay in the snapshot (NULL from now on), as the mirror keeps them. -#}
+{#- Columns the model dropped stay in the snapshot (NULL from now on), as the mirror keeps them.
+    Nothing when no column was dropped (Spark rejects an empty column list). -#}
 {%- macro openmirror_keep_columns_sql(relation, kept) -%}
   {%- set columns = [] -%}
   {%- for column in kept -%}{%- do columns.append(dbt_openmirror.openmirror_quote(column.name) ~ ' ' ~ column.data_type) -%}{%- endfor -%}
+  {%- if columns -%}
 alter table {{ relation }} add columns ({{ columns | join(', ') }})
+  {%- endif -%}
 {%- endmacro -%}
 
 {#- A copy of `source` with only `columns` (Parquet tables cannot drop columns in place). -#}

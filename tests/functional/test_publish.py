@@ -4,8 +4,10 @@ zone in file order gives exactly the model output."""
 import json
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
+from dbt.adapters.openmirror.impl import OpenMirrorAdapter
+from dbt.adapters.openmirror.storage.local import LocalStorage
 from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
@@ -73,6 +75,26 @@ class TestChangeSequence:
         assert (response["inserts"], response["updates"], response["deletes"]) == (1, 1, 1)
         assert response["_message"] == f"+1 ~1 -1 -> {last}"
         assert response["rows_affected"] == 3
+
+
+class TestStagingProbe:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_a_remote_spark_that_writes_the_landing_zone_stages_there(
+        self, project, warehouse, landing_zone, monkeypatch
+    ):
+        """spark_staging auto, Spark not local and not known to share the landing zone: a probe
+        write decides. This Spark can write it, so it stages there directly."""
+        monkeypatch.setattr(OpenMirrorAdapter, "_spark_master", lambda self: "spark://elsewhere:7077")
+        monkeypatch.setattr(LocalStorage, "shared_with_spark", False)
+        schema = project.test_schema
+        set_source(warehouse, schema, f"select * from values (1, 'a', 10), (2, 'b', 20) {COLUMNS}")
+        _, logs = run_dbt_and_capture(["--debug", "run"])
+        assert "Spark stages change files with spark_staging=direct" in logs
+        assert list((landing_zone / "_scratchPad" / "dbt-openmirror").glob("probe-*")) == []
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "customers"), f"select * from {schema}.src")
 
 
 class TestKeyChangesAndCompositeKeys:

@@ -1,20 +1,20 @@
+"""The hash diff: its decisions in hash_diff.py and its SQL in macros/sql/hash_diff.sql."""
+
 import json
 
 from dbt.adapters.openmirror.hash_diff import (
-    HASH_1,
-    HASH_2,
     MAX_WRITERS,
-    ROWS,
     ROWS_PER_WRITER,
-    changed_keys_sql,
-    changed_rows_sql,
     hash_signature,
     hashed_columns,
-    key_hashes_sql,
-    key_problems_sql,
     writer_count,
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
+from tests.sql_macros import sql_macros
+
+# Names the macros write literally.
+HASH_1, HASH_2, ROWS = "`__openmirror_hash1`", "`__openmirror_hash2`", "`__openmirror_rows`"
+macros = sql_macros()
 
 ORDER = ColumnSpec("Order_ID", "bigint")
 LINE = ColumnSpec("line", "int")
@@ -41,8 +41,12 @@ def test_signature_changes_with_a_published_type_or_a_column():
 
 
 def test_key_hashes_one_pass_with_null_flags_and_two_seeds():
-    sql = key_hashes_sql("s.t__h", "s.t__new", KEYS, [AMOUNT, TAGS], {"openmirror.run_id": "r'1"})
+    sql = macros.openmirror_key_hashes_sql(
+        target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT, TAGS],
+        properties={"openmirror.run_id": "r'1"},
+    )
     assert sql.startswith("create table s.t__h using parquet tblproperties ('openmirror.run_id' = 'r\\'1') as")
+    assert "\nselect `Order_ID`, `line`, xxhash64(" in sql
     assert f"xxhash64(1, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_1}" in sql
     assert f"xxhash64(2, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_2}" in sql
     assert sql.rstrip().endswith("from s.t__new")
@@ -50,17 +54,24 @@ def test_key_hashes_one_pass_with_null_flags_and_two_seeds():
 
 
 def test_key_problems_per_row_or_counted():
-    per_row = key_problems_sql("s.t__h", ["order_id", "line"], counted=False)
+    per_row = macros.openmirror_key_problems_sql(relation="s.t__h", key_columns=["order_id", "line"], counted=False)
     assert "from s.t__h where `order_id` is null or `line` is null limit 1" in per_row
     assert "from s.t__h group by `order_id`, `line` having count(*) > 1 limit 1" in per_row
     assert "concat('order_id=', coalesce(cast(`order_id` as string), 'NULL'))" in per_row
-    counted = key_problems_sql("s.t__c", ["order_id", "line"], counted=True)
+    counted = macros.openmirror_key_problems_sql(relation="s.t__c", key_columns=["order_id", "line"], counted=True)
     assert f"{ROWS} as rows\n  from s.t__c where {ROWS} > 1 limit 1" in counted
     assert "group by" not in counted
 
 
+def changed_keys(key_columns, change_markers):
+    return macros.openmirror_changed_keys_sql(
+        target="s.t__c", new_hashes="s.t__new_h", previous_hashes="s.t__h", key_columns=key_columns,
+        change_markers=change_markers,
+    )
+
+
 def test_changed_keys_join_two_narrow_tables_count_and_mark_them():
-    sql = changed_keys_sql("s.t__c", "s.t__new_h", "s.t__h", KEYS, "insert_update_delete")
+    sql = changed_keys(KEYS, "insert_update_delete")
     assert f"count(*) as {ROWS}" in sql
     assert "from s.t__new_h group by `Order_ID`, `line`) n" in sql
     assert "full outer join s.t__h o on n.`Order_ID` = o.`Order_ID` and n.`line` = o.`line`" in sql
@@ -68,13 +79,16 @@ def test_changed_keys_join_two_narrow_tables_count_and_mark_them():
     assert f"n.{ROWS} > 1" in sql  # repeated keys are kept for the key check
     assert f"n.{HASH_2} <> o.{HASH_2}" in sql
     assert "coalesce(n.`Order_ID`, o.`Order_ID`) as `Order_ID`" in sql
-    upsert = changed_keys_sql("s.t__c", "s.n", "s.o", KEYS, "upsert")
+    upsert = changed_keys(KEYS, "upsert")
     assert f"then 4 when n.{HASH_1} is null then 2 else 4 end" in upsert
 
 
 def test_changed_rows_read_back_only_changed_keys():
     plan = SchemaPlan(columns=[ORDER, LINE, TAGS], kept=[NAME])
-    sql = changed_rows_sql("s.t__new", "s.t__c", plan, KEYS, "first")
+    sql = macros.openmirror_changed_rows_sql(
+        new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=plan.kept, key_columns=KEYS,
+        position="first",
+    )
     present, deleted = sql.split("union all")
     assert "from s.t__c c\njoin s.t__new n on c.`Order_ID` = n.`Order_ID` and c.`line` = n.`line`" in present
     assert "where c.`__rowMarker__` <> 2" in present

@@ -4,7 +4,11 @@ from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import SessionConnectionWrapper
 
-from dbt.adapters.openmirror.change_sql import sql_string
+
+def _string_literal(value: str) -> str:
+    # As the `openmirror_string` macro renders it; bound values are filled in by the connection,
+    # where no macro is in reach.
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class SessionConnection(SessionConnectionWrapper):
@@ -19,7 +23,7 @@ class SessionConnection(SessionConnectionWrapper):
         if value is None:
             return "NULL"
         if isinstance(value, str):
-            return sql_string(value)
+            return _string_literal(value)
         return super()._fix_binding(value)
 
 

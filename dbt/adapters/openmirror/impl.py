@@ -1,7 +1,8 @@
 """The adapter: dbt-spark plus the helpers the `open_mirror` materialization calls.
 
 Each helper takes plain values and delegates to a module of one concern; the Jinja
-materialization only sequences them.
+materialization only sequences them. The SQL text comes from the macros in macros/sql/, the
+same ones a stock Spark connection renders in package mode; Python decides which to run.
 """
 
 import threading
@@ -15,7 +16,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.openmirror import change_sql, hash_diff
+from dbt.adapters.openmirror import hash_diff
 from dbt.adapters.openmirror.config import MirrorConfig, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
@@ -101,6 +102,12 @@ class OpenMirrorAdapter(SparkAdapter):
                 f"landing zone {self.landing_zone.location} is not writable: {exc}"
             ) from exc
 
+    def _sql(self, macro: str, **values: Any) -> str:
+        """The SQL text a macro of macros/sql/ renders from plain values. dbt sets the macro
+        resolver this needs before it runs a node: every caller runs inside the materialization
+        (`dbt debug`, which has none, renders no SQL here)."""
+        return str(self.execute_macro(macro, kwargs=values))
+
     # -- one publisher per table: lease and recovery -----------------------------------------
 
     @available
@@ -163,7 +170,7 @@ class OpenMirrorAdapter(SparkAdapter):
         schema = relations[0].schema
         pattern = "|".join(r.identifier for r in relations)
         _, rows = self.execute(
-            f"show table extended in {schema} like {change_sql.sql_string(pattern)}", fetch=True
+            f"show table extended in {schema} like {self._sql('openmirror_string', value=pattern)}", fetch=True
         )
         found = {
             r.identifier.lower(): r
@@ -251,17 +258,20 @@ class OpenMirrorAdapter(SparkAdapter):
         self, mirror: MirrorConfig, plan: RunPlan, relation: Any, hashes_relation: Any,
         key_columns: List[str], run_id: str,
     ) -> None:
-        """One pass over the output: its key hashes table (see hash_diff.py)."""
+        """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql)."""
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
         properties = {
             hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: hash_diff.hash_signature(columns),
         }
         self.drop_relation(hashes_relation)
-        self.execute(hash_diff.key_hashes_sql(str(hashes_relation), str(relation), key_columns, columns, properties))
+        self.execute(self._sql(
+            "openmirror_key_hashes_sql", target=str(hashes_relation), relation=str(relation),
+            key_columns=key_columns, hashed=columns, properties=properties,
+        ))
         self.cache_added(hashes_relation)
 
     def _check_keys(self, mirror: MirrorConfig, relation: Any, key_columns: List[str], counted: bool) -> None:
-        sql = hash_diff.key_problems_sql(str(relation), key_columns, counted)
+        sql = self._sql("openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted)
         _, problems = self.execute(sql, fetch=True)
         raise_key_problems(mirror.model, key_columns, [tuple(row) for row in problems])
 
@@ -282,7 +292,7 @@ class OpenMirrorAdapter(SparkAdapter):
     def openmirror_snapshot_record_sql(self, relation: Any, mirror: MirrorConfig, pending: PendingPublish) -> str:
         """The new output records the number it will match and the run that publishes it."""
         properties = snapshot_properties(mirror.table_folder, pending.last_sequence_number, pending.run_id)
-        return change_sql.snapshot_record_sql(str(relation), properties)
+        return self._sql("openmirror_snapshot_record_sql", relation=str(relation), properties=properties)
 
     @available
     def openmirror_plan_run(
@@ -316,7 +326,7 @@ class OpenMirrorAdapter(SparkAdapter):
         relations: Dict[str, Any],
     ) -> Dict[str, Any]:
         """The change rows' select, how many writer tasks write them and whether the rows are
-        shuffled to them (see `change_sql.write_files_sql`), after the key check.
+        shuffled to them (see `openmirror_write_files_sql`), after the key check.
 
         `relations`: `new` (the output), `previous` (the snapshot), `new_hashes`,
         `previous_hashes` and `changes` (the changed keys of this run).
@@ -324,31 +334,41 @@ class OpenMirrorAdapter(SparkAdapter):
         new, previous = str(relations["new"]), str(relations["previous"])
         if plan.mode != INCREMENTAL:
             self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
-            sql = change_sql.initial_load_sql(new, plan.schema, mirror.change_markers, mirror.row_marker_position)
+            sql = self._sql(
+                "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
+                change_markers=mirror.change_markers, position=mirror.row_marker_position,
+            )
             rows = self._row_count(relations["new_hashes"])
             return {"sql": sql, "writers": hash_diff.writer_count(rows, mirror.max_rows_per_file), "shuffle": False}
         signature = hash_diff.hash_signature(hash_diff.hashed_columns(plan.schema, key_columns))
         if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
             logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
             self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
-            sql = change_sql.change_rows_sql(
-                new, previous, plan.schema, key_columns, mirror.change_markers, mirror.row_marker_position,
+            sql = self._sql(
+                "openmirror_change_rows_sql", new_relation=new, previous_relation=previous,
+                columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
+                key_columns=key_columns, change_markers=mirror.change_markers,
+                position=mirror.row_marker_position,
             )
             return {"sql": sql, "writers": 1, "shuffle": True}
         changes = relations["changes"]
         self.drop_relation(changes)
-        self.execute(hash_diff.changed_keys_sql(
-            str(changes), str(relations["new_hashes"]), str(relations["previous_hashes"]), key_columns,
-            mirror.change_markers,
+        self.execute(self._sql(
+            "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations["new_hashes"]),
+            previous_hashes=str(relations["previous_hashes"]), key_columns=key_columns,
+            change_markers=mirror.change_markers,
         ))
         self.cache_added(changes)
         self._check_keys(mirror, changes, key_columns, counted=True)
-        sql = hash_diff.changed_rows_sql(new, str(changes), plan.schema, key_columns, mirror.row_marker_position)
+        sql = self._sql(
+            "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
+            kept=plan.schema.kept, key_columns=key_columns, position=mirror.row_marker_position,
+        )
         writers = hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file)
         return {"sql": sql, "writers": writers, "shuffle": True}
 
     def _row_count(self, relation: Any) -> int:
-        _, rows = self.execute(change_sql.row_count_sql(str(relation)), fetch=True)
+        _, rows = self.execute(self._sql("openmirror_row_count_sql", relation=str(relation)), fetch=True)
         return int(rows[0][0])
 
     def _hashes_match(self, hashes: Any, snapshot: Optional[SnapshotRecord], signature: str) -> bool:
@@ -375,7 +395,10 @@ class OpenMirrorAdapter(SparkAdapter):
         columns = [c for c in self.get_columns_in_relation(relation) if c.column.lower() not in ignored]
         projected = relation.incorporate(path={"identifier": f"{relation.identifier}__om_projected"})
         self.drop_relation(projected)
-        self.execute(change_sql.project_columns_sql(str(projected), str(relation), [c.column for c in columns]))
+        self.execute(self._sql(
+            "openmirror_project_columns_sql", target=str(projected), source=str(relation),
+            columns=[c.column for c in columns],
+        ))
         self.drop_relation(relation)
         self.rename_relation(projected, relation)
 
@@ -398,7 +421,10 @@ class OpenMirrorAdapter(SparkAdapter):
         probe = f"{SCRATCH_FOLDER}/dbt-openmirror/probe-{uuid.uuid4().hex}"
         uri = self.landing_zone.spark_uri(probe)
         try:
-            self.execute(change_sql.write_files_sql(uri, "select 1 as probe", "snappy", None))
+            self.execute(self._sql(
+                "openmirror_write_files_sql", uri=uri, select_sql="select 1 as probe", compression="snappy",
+                max_rows_per_file=None, writers=1, shuffle=False,
+            ))
         except Exception as exc:  # any failure means: let the adapter upload instead
             logger.info(
                 f"Spark cannot write {self.landing_zone.location} itself ({type(exc).__name__}); "
@@ -427,14 +453,14 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_write_sql(self, mirror: MirrorConfig, uri: str, change: Dict[str, Any]) -> str:
-        return change_sql.write_files_sql(
-            uri, change["sql"], mirror.parquet_compression, mirror.max_rows_per_file, change["writers"],
-            change["shuffle"],
+        return self._sql(
+            "openmirror_write_files_sql", uri=uri, select_sql=change["sql"], compression=mirror.parquet_compression,
+            max_rows_per_file=mirror.max_rows_per_file, writers=change["writers"], shuffle=change["shuffle"],
         )
 
     @available
     def openmirror_marker_counts(self, uri: str) -> Dict[int, int]:
-        _, rows = self.execute(change_sql.marker_counts_sql(uri), fetch=True)
+        _, rows = self.execute(self._sql("openmirror_marker_counts_sql", uri=uri), fetch=True)
         return {int(row[0]): int(row[1]) for row in rows}
 
     # -- publishing ---------------------------------------------------------------------------
@@ -490,7 +516,7 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_keep_columns_sql(self, relation: Any, plan: RunPlan) -> str:
-        return change_sql.keep_columns_sql(str(relation), plan.schema.kept)
+        return self._sql("openmirror_keep_columns_sql", relation=str(relation), kept=plan.schema.kept)
 
     @available
     def openmirror_response(

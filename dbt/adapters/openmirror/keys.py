@@ -18,7 +18,7 @@ def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence
 
 
 def raise_key_problems(model: str, key_columns: Sequence[str], problems: Iterable[Tuple]) -> None:
-    """Fail on the first NULL or duplicated key found by `change_sql.key_problems_sql`."""
+    """Fail on the first NULL or duplicated key found by the `openmirror_key_problems_sql` macro."""
     for problem, example, rows in problems:
         if problem == "NULL":
             raise KeyColumnsError(

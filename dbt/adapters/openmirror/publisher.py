@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.change_sql import ROW_MARKER
+from dbt.adapters.openmirror.markers import ROW_MARKER
 from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
 from dbt.adapters.openmirror.landing_zone import (
     METADATA_FILE,

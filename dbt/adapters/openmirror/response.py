@@ -5,7 +5,7 @@ from typing import Dict, List
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
-from dbt.adapters.openmirror.change_sql import DELETE, INSERT, UPDATE, UPSERT
+from dbt.adapters.openmirror.markers import DELETE, INSERT, UPDATE, UPSERT
 
 
 @dataclass

@@ -1,0 +1,131 @@
+"""The macros of macros/sql/ other than the hash diff's (test_hash_diff.py): quoting, the full load,
+the whole-row diff, writing and counting the change files, and the snapshot's table statements."""
+
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
+from tests.sql_macros import sql_macros
+
+ID = ColumnSpec("id", "int")
+NAME = ColumnSpec("my `odd` name", "string")
+TAGS = ColumnSpec("tags", "array<string>")
+macros = sql_macros()
+
+
+def initial_load(plan, change_markers, position):
+    return macros.openmirror_initial_load_sql(
+        relation="s.new", columns=plan.columns, kept=plan.kept, change_markers=change_markers, position=position,
+    )
+
+
+def change_rows(plan, key_columns, change_markers, position="last"):
+    return macros.openmirror_change_rows_sql(
+        new_relation="s.new", previous_relation="s.old", columns=plan.columns, kept=plan.kept, added=plan.added,
+        key_columns=key_columns, change_markers=change_markers, position=position,
+    )
+
+
+def test_quoting():
+    assert macros.openmirror_quote("my `odd` name") == "`my ``odd`` name`"
+    assert macros.openmirror_quoted_list(["a", "b`c"], prefix="n.") == "n.`a`, n.`b``c`"
+
+
+def test_string_literals_escape_quotes_and_backslashes():
+    assert macros.openmirror_string("it's a \\ path") == "'it\\'s a \\\\ path'"
+    # The backslash is escaped first, so an escaped quote cannot be undone by the value.
+    assert macros.openmirror_string("\\'") == "'\\\\\\''"
+    assert macros.openmirror_string("") == "''"
+
+
+def test_properties_are_string_pairs_in_their_order():
+    assert macros.openmirror_properties({"b": "it's", "a": "7"}) == "'b' = 'it\\'s', 'a' = '7'"
+
+
+def test_markers_per_setting():
+    def markers(change_markers):
+        return macros.openmirror_new_marker(change_markers), macros.openmirror_changed_marker(change_markers)
+
+    assert markers("insert_update_delete") == ("0", "1")
+    assert markers("upsert") == ("4", "4")
+    assert macros.openmirror_delete_marker() == "2"
+
+
+def test_initial_load_marks_every_row_and_places_the_marker():
+    plan = SchemaPlan(columns=[ID, NAME, TAGS])
+    last = initial_load(plan, "insert_update_delete", "last")
+    assert last.startswith("select\n  `id` as `id`,\n  `my ``odd`` name` as `my ``odd`` name`")
+    assert last.index("`id`") < last.index("cast(0 as int) as `__rowMarker__`")
+    assert "to_json(`tags`) as `tags`" in last
+    assert last.endswith("\nfrom s.new")
+    first = initial_load(plan, "upsert", "first")
+    assert first.index("cast(4 as int) as `__rowMarker__`") < first.index("`id`")
+
+
+def test_initial_load_publishes_kept_columns_as_null():
+    last = initial_load(SchemaPlan(columns=[ID], kept=[TAGS]), "insert_update_delete", "last")
+    assert "`id` as `id`,\n  cast(null as string) as `tags`,\n  cast(0 as int) as `__rowMarker__`" in last
+
+
+def test_change_rows_compare_every_non_key_column_null_safely():
+    sql = change_rows(SchemaPlan(columns=[ID, NAME, TAGS]), ["id"], "insert_update_delete")
+    assert "full outer join s.old o on n.`id` = o.`id`" in sql
+    assert "coalesce(n.`id`, o.`id`) as `id`" in sql  # deletes carry the old key
+    assert "n.`my ``odd`` name` <=> o.`my ``odd`` name`" in sql
+    assert "to_json(n.`tags`) <=> to_json(o.`tags`)" in sql
+    assert "when o.`id` is null then 0 when n.`id` is null then 2 else 1 end" in sql
+
+
+def test_change_rows_join_on_every_key_column():
+    sql = change_rows(SchemaPlan(columns=[ID, NAME]), ["id", "my `odd` name"], "insert_update_delete")
+    assert "on n.`id` = o.`id` and n.`my ``odd`` name` = o.`my ``odd`` name`" in sql
+    assert "<=>" not in sql  # key columns are joined on, not compared
+
+
+def test_added_and_kept_columns():
+    score = ColumnSpec("score", "int")
+    sql = change_rows(SchemaPlan(columns=[ID, score], kept=[NAME], added=[score]), ["id"], "upsert")
+    assert "n.`score` is null" in sql
+    assert "<=> o.`score`" not in sql  # the snapshot has no such column yet
+    assert "cast(null as string) as `my ``odd`` name`" in sql
+    assert "o.`my ``odd`` name` is null" in sql
+    assert "then 4 when n.`id` is null then 2 else 4 end" in sql
+
+
+def test_key_only_table_has_only_inserts_and_deletes():
+    sql = change_rows(SchemaPlan(columns=[ID]), ["id"], "insert_update_delete")
+    assert sql.rstrip().endswith("where o.`id` is null or n.`id` is null")
+
+
+def test_write_and_count():
+    written = macros.openmirror_write_files_sql(
+        uri="file:///lz/_scratchPad/x", select_sql="select 1", compression="zstd", max_rows_per_file=1000,
+        writers=3, shuffle=True,
+    )
+    assert written.startswith("insert overwrite directory 'file:///lz/_scratchPad/x'")
+    assert "options (compression 'zstd', maxRecordsPerFile '1000')" in written
+    assert "select /*+ REPARTITION(3) */ * from (\nselect 1\n) change_rows" in written
+    for no_limit in (0, None):
+        merged = macros.openmirror_write_files_sql("file:///x", "select 1", "none", no_limit, 2, False)
+        assert "maxRecordsPerFile" not in merged
+        assert "select /*+ COALESCE(2) */ * from" in merged
+    assert macros.openmirror_write_files_sql("file:///it's", "select 1", "none", 0, 1, False).startswith(
+        "insert overwrite directory 'file:///it\\'s'"
+    )
+    assert macros.openmirror_row_count_sql(relation="s.t") == "select count(*) from s.t"
+    assert "from parquet.`file:///x` group by `__rowMarker__`" in macros.openmirror_marker_counts_sql(uri="file:///x")
+
+
+def test_snapshot_record_and_kept_columns():
+    record = macros.openmirror_snapshot_record_sql(
+        relation="s.t", properties={"openmirror.table_folder": "it's.schema/t", "openmirror.sequence_number": "7"},
+    )
+    assert record == ("alter table s.t set tblproperties ('openmirror.table_folder' = 'it\\'s.schema/t', "
+                      "'openmirror.sequence_number' = '7')")
+    assert macros.openmirror_keep_columns_sql(relation="s.t", kept=[]) == ""
+    assert macros.openmirror_keep_columns_sql(relation="s.t", kept=[NAME, TAGS]) == (
+        "alter table s.t add columns (`my ``odd`` name` string, `tags` array<string>)"
+    )
+
+
+def test_project_columns_copies_only_the_named_columns():
+    assert macros.openmirror_project_columns_sql(target="s.t__p", source="s.t", columns=["id", "my col"]) == (
+        "create table s.t__p using parquet as select `id`, `my col` from s.t"
+    )
