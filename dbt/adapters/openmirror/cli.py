@@ -1,6 +1,8 @@
-"""The `dbt-openmirror` command: check a landing zone, replay it locally, show its status."""
+"""The `dbt-openmirror` command: check a landing zone, replay it locally, show its status, and
+receive dbt Cloud's webhook to publish what package mode staged."""
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -20,6 +22,9 @@ from dbt.adapters.openmirror.publisher import Publisher
 from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
 from dbt.adapters.openmirror.validate import ERROR, validate
+from dbt.adapters.openmirror.webhook import DEFAULT_MAX_AGE_SECONDS, WebhookReceiver
+
+WEBHOOK_SECRET_VARIABLE = "DBT_CLOUD_WEBHOOK_SECRET"
 
 
 def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
@@ -99,6 +104,35 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
+    """The receiver publishing the landing zone's staged runs; the secret only from the environment."""
+    secret = os.environ.get(WEBHOOK_SECRET_VARIABLE)
+    if not secret:
+        raise OpenMirrorError(
+            f"set {WEBHOOK_SECRET_VARIABLE} to the webhook's secret token from dbt Cloud "
+            "(it is not accepted on the command line)"
+        )
+    # Imported here so that the other commands do not depend on package mode's publisher.
+    from dbt.adapters.openmirror.package_publish import publish_staged_runs
+
+    storage = _landing_zone(args)
+    return WebhookReceiver(
+        lambda: publish_staged_runs(storage), secret.encode(), args.host, args.port,
+        max_age_seconds=args.max_age_seconds, job_ids=args.job_id or (),
+    )
+
+
+def _webhook(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    receiver = _webhook_receiver(args)
+    print(f"listening for dbt Cloud webhooks on {receiver.url}", flush=True)
+    try:
+        receiver.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "landing_zone",
@@ -128,6 +162,23 @@ def parser() -> argparse.ArgumentParser:
     _landing_zone_arguments(status)
     status.add_argument("--target", help="show the local mirror written by `replay` instead of the service's")
     status.set_defaults(run=_status)
+    webhook = commands.add_parser(
+        "webhook",
+        help=f"receive dbt Cloud's job.run.completed webhook and publish the staged runs "
+             f"(secret from {WEBHOOK_SECRET_VARIABLE})",
+    )
+    _landing_zone_arguments(webhook)
+    webhook.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    webhook.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    webhook.add_argument(
+        "--job-id", type=int, action="append", metavar="N",
+        help="publish only after these dbt Cloud jobs (repeatable; default: every job)",
+    )
+    webhook.add_argument(
+        "--max-age-seconds", type=float, default=DEFAULT_MAX_AGE_SECONDS,
+        help=f"refuse events whose timestamp is further from now (default {DEFAULT_MAX_AGE_SECONDS})",
+    )
+    webhook.set_defaults(run=_webhook)
     return top
 
 
