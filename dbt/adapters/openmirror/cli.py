@@ -4,6 +4,7 @@ receive dbt Cloud's webhook to publish what package mode staged."""
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -125,6 +126,8 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
 def _webhook(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     receiver = _webhook_receiver(args)
+    # Service managers stop with SIGTERM: end as on Ctrl-C, finishing the publish under way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     print(f"listening for dbt Cloud webhooks on {receiver.url}", flush=True)
     try:
         receiver.serve_forever()
