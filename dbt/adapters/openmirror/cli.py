@@ -1,8 +1,10 @@
-"""The `dbt-openmirror` command: publish what package mode staged, check a landing zone, replay it
-locally, show its status."""
+"""The `dbt-openmirror` command: publish what package mode staged (now, polling, or on dbt Cloud's
+webhook), check a landing zone, replay it locally, show its status."""
 
 import argparse
+import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -24,6 +26,9 @@ from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zon
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
 from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 from dbt.adapters.openmirror.validate import ERROR, validate
+from dbt.adapters.openmirror.webhook import DEFAULT_MAX_AGE_SECONDS, WebhookReceiver
+
+WEBHOOK_SECRET_VARIABLE = "DBT_CLOUD_WEBHOOK_SECRET"
 
 
 def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
@@ -126,6 +131,34 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
+    """The receiver publishing the landing zone's staged runs; the secret only from the environment."""
+    secret = os.environ.get(WEBHOOK_SECRET_VARIABLE)
+    if not secret:
+        raise OpenMirrorError(
+            f"set {WEBHOOK_SECRET_VARIABLE} to the webhook's secret token from dbt Cloud "
+            "(it is not accepted on the command line)"
+        )
+    publisher = PackagePublisher(_landing_zone(args), log=logging.getLogger("dbt-openmirror").info)
+    return WebhookReceiver(
+        publisher.publish, secret.encode(), args.host, args.port,
+        max_age_seconds=args.max_age_seconds, job_ids=args.job_id or (),
+    )
+
+
+def _webhook(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    receiver = _webhook_receiver(args)
+    # Service managers stop with SIGTERM: end as on Ctrl-C, finishing the publish under way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    print(f"listening for dbt Cloud webhooks on {receiver.url}", flush=True)
+    try:
+        receiver.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "landing_zone",
@@ -166,6 +199,23 @@ def parser() -> argparse.ArgumentParser:
     _landing_zone_arguments(status)
     status.add_argument("--target", help="show the local mirror written by `replay` instead of the service's")
     status.set_defaults(run=_status)
+    webhook = commands.add_parser(
+        "webhook",
+        help=f"receive dbt Cloud's job.run.completed webhook and publish the staged runs "
+             f"(secret from {WEBHOOK_SECRET_VARIABLE})",
+    )
+    _landing_zone_arguments(webhook)
+    webhook.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    webhook.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    webhook.add_argument(
+        "--job-id", type=int, action="append", metavar="N",
+        help="publish only after these dbt Cloud jobs (repeatable; default: every job)",
+    )
+    webhook.add_argument(
+        "--max-age-seconds", type=float, default=DEFAULT_MAX_AGE_SECONDS,
+        help=f"refuse events whose timestamp is further from now (default {DEFAULT_MAX_AGE_SECONDS})",
+    )
+    webhook.set_defaults(run=_webhook)
     return top
 
 

@@ -263,7 +263,3 @@ class PackagePublisher:
 def staged_runs(storage: LandingZoneStorage) -> List[StagedRun]:
     """Runs waiting for `dbt-openmirror publish`, and runs still being staged."""
     return [r for r in read_manifest(storage) if r.state in (STAGING, STAGED)]
-
-
-def publish_staged_runs(storage: LandingZoneStorage, log: Callable[[str], None] = print) -> List[PublishedRun]:
-    return PackagePublisher(storage, log=log).publish()
