@@ -6,6 +6,7 @@ every macro with the others in reach, as dbt's macro namespace does.
 
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import jinja2
 
@@ -17,4 +18,9 @@ def sql_macros():
     """The template module: each macro is an attribute, called with keyword or positional values."""
     source = "\n".join(path.read_text() for path in sorted(MACRO_FOLDER.glob("*.sql")))
     environment = jinja2.Environment(extensions=["jinja2.ext.do"], undefined=jinja2.StrictUndefined)
-    return environment.from_string(source).module
+    # The macros call each other as `dbt_openmirror.<name>`, the package's namespace in dbt.
+    namespace = SimpleNamespace()
+    environment.globals["dbt_openmirror"] = namespace
+    module = environment.from_string(source).module
+    namespace.__dict__.update((name, getattr(module, name)) for name in dir(module) if name.startswith("openmirror_"))
+    return module

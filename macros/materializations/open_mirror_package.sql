@@ -11,8 +11,9 @@
   left `staging` is settled by the next one: `staged` if {{ this }} carries its id, else discarded.
 -#}
 {% materialization open_mirror, adapter='spark', supported_languages=['sql'] %}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 
-  {%- set settings = dbt_openmirror.openmirror_package_settings() -%}
+  {%- set settings = om.openmirror_package_settings() -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
@@ -22,8 +23,8 @@
   {%- set staged_folder = '_scratchPad/dbt-openmirror/' ~ run_id -%}
 
   {#- 0. The manifest, and what an interrupted run of this table left. -#}
-  {%- set manifest = dbt_openmirror.openmirror_manifest_relation(settings) -%}
-  {%- do dbt_openmirror.openmirror_ensure_manifest(manifest, settings) -%}
+  {%- set manifest = om.openmirror_manifest_relation(settings) -%}
+  {%- do om.openmirror_ensure_manifest(manifest, settings) -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- if existing_relation is not none and existing_relation.type != 'table' -%}
     {{ adapter.drop_relation(existing_relation) }}
@@ -34,9 +35,9 @@
     {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
   {%- endif -%}
   {%- set snapshot_run = snapshot.get('openmirror.staged_run_id') -%}
-  {%- set unfinished = dbt_openmirror.openmirror_unfinished_runs(manifest, settings.table_folder) -%}
-  {%- do dbt_openmirror.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, 'staged') -%}
-  {%- do dbt_openmirror.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, 'discarded') -%}
+  {%- set unfinished = om.openmirror_unfinished_runs(manifest, settings.table_folder) -%}
+  {%- do om.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, 'staged') -%}
+  {%- do om.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, 'discarded') -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ drop_relation_if_exists(load_cached_relation(backup_relation)) }}
 
@@ -46,10 +47,10 @@
   {%- call statement('build_model_output') -%}
     {{ create_table_as(False, new_relation, compiled_code) }}
   {%- endcall -%}
-  {%- set columns = dbt_openmirror.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
-  {%- set key_columns = dbt_openmirror.openmirror_resolve_keys(settings.unique_key, columns) -%}
+  {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
+  {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
   {%- set key_list = tojson(key_columns) -%}
-  {%- do dbt_openmirror.openmirror_check_keys(new_relation, key_columns) -%}
+  {%- do om.openmirror_check_keys(new_relation, key_columns) -%}
 
   {#- 2. Changes against the snapshot, or a full load when there is none to trust. -#}
   {%- set load, reason, plan = 'incremental', '', {'kept': [], 'added': []} -%}
@@ -60,22 +61,22 @@
   {%- elif not snapshot_run -%}
     {%- set load, reason = 'full', 'no snapshot records a staged run' -%}
   {%- elif snapshot.get('openmirror.key_columns') != key_list -%}
-    {%- do dbt_openmirror.openmirror_fail("unique_key is now " ~ key_columns ~ " but the mirrored table was published with "
+    {%- do om.openmirror_fail("unique_key is now " ~ key_columns ~ " but the mirrored table was published with "
         ~ snapshot.get('openmirror.key_columns') ~ ". The mirror can never change a table's key in place; "
         ~ "run with --full-refresh to rebuild the mirrored table with the new key.") -%}
   {%- elif snapshot.get('openmirror.table_folder') != settings.table_folder -%}
     {%- set load, reason = 'full', 'the snapshot was published to ' ~ snapshot.get('openmirror.table_folder') -%}
   {%- else -%}
-    {%- set previous = dbt_openmirror.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) -%}
-    {%- set plan = dbt_openmirror.openmirror_schema_plan(previous, columns, settings.on_schema_change) -%}
+    {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) -%}
+    {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change) -%}
     {%- if plan.rebuild_reason -%}
       {%- set load, reason = 'full', "on_schema_change='sync_all_columns': " ~ plan.rebuild_reason -%}
     {%- endif -%}
   {%- endif -%}
   {%- if load == 'full' -%}
-    {%- set change_rows = dbt_openmirror.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
+    {%- set change_rows = om.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
   {%- else -%}
-    {%- set change_rows = dbt_openmirror.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
+    {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
   {%- endif -%}
 
@@ -84,27 +85,27 @@
     set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
   {%- endcall -%}
   {%- call statement('stage_change_rows') -%}
-    {{ dbt_openmirror.openmirror_write_files_sql(settings.landing_zone ~ '/' ~ staged_folder, change_rows,
+    {{ om.openmirror_write_files_sql(settings.landing_zone ~ '/' ~ staged_folder, change_rows,
         settings.parquet_compression, settings.max_rows_per_file, 1, load != 'full') }}
   {%- endcall -%}
   {%- set counts = {} -%}
-  {%- for row in run_query(dbt_openmirror.openmirror_marker_counts_sql(settings.landing_zone ~ '/' ~ staged_folder)).rows -%}
+  {%- for row in run_query(om.openmirror_marker_counts_sql(settings.landing_zone ~ '/' ~ staged_folder)).rows -%}
     {%- do counts.update({row[0] | string: row[1] | int}) -%}
   {%- endfor -%}
   {%- set run = {
       'run_id': run_id, 'model': model.name, 'table_folder': settings.table_folder, 'key_columns': key_list,
       'base_run_id': snapshot_run if load == 'incremental' else none, 'load': load, 'reason': reason,
-      'staged_sequence': dbt_openmirror.openmirror_next_staged_sequence(manifest, settings.table_folder),
+      'staged_sequence': om.openmirror_next_staged_sequence(manifest, settings.table_folder),
       'staged_folder': staged_folder, 'rows': counts.values() | sum, 'marker_counts': tojson(counts),
   } -%}
-  {%- do dbt_openmirror.openmirror_record_run(manifest, run, 'staging') -%}
+  {%- do om.openmirror_record_run(manifest, run, 'staging') -%}
 
   {#- 4. The output, recording this run, becomes the snapshot; then the run is ready to publish. -#}
   {%- if plan.kept -%}
-    {%- call statement('keep_dropped_columns') -%}{{ dbt_openmirror.openmirror_keep_columns_sql(new_relation, plan.kept) }}{%- endcall -%}
+    {%- call statement('keep_dropped_columns') -%}{{ om.openmirror_keep_columns_sql(new_relation, plan.kept) }}{%- endcall -%}
   {%- endif -%}
   {%- call statement('record_snapshot') -%}
-    {{ dbt_openmirror.openmirror_snapshot_record_sql(new_relation, {
+    {{ om.openmirror_snapshot_record_sql(new_relation, {
         'openmirror.staged_run_id': run_id, 'openmirror.table_folder': settings.table_folder,
         'openmirror.key_columns': key_list}) }}
   {%- endcall -%}
@@ -115,7 +116,7 @@
   {%- if existing_relation is not none -%}
     {{ adapter.drop_relation(backup_relation) }}
   {%- endif -%}
-  {%- do dbt_openmirror.openmirror_record_run(manifest, run, 'staged') -%}
+  {%- do om.openmirror_record_run(manifest, run, 'staged') -%}
   {%- do store_raw_result(name='main', message='STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder,
       code='STAGED', rows_affected=run.rows) -%}
 

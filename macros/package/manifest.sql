@@ -12,12 +12,13 @@
 {%- endmacro -%}
 
 {%- macro openmirror_ensure_manifest(manifest, settings) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- call statement('openmirror_manifest') -%}
     create table if not exists {{ manifest }} (
       run_id string, model string, table_folder string, key_columns string, base_run_id string,
       load string, reason string, staged_sequence bigint, staged_folder string, rows bigint,
       marker_counts string, state string, recorded_at timestamp
-    ) using parquet location {{ dbt_openmirror.openmirror_string(settings.landing_zone ~ '/_scratchPad/dbt-openmirror/manifest') }}
+    ) using parquet location {{ om.openmirror_string(settings.landing_zone ~ '/_scratchPad/dbt-openmirror/manifest') }}
   {%- endcall -%}
   {#- `dbt-openmirror publish` adds files to the table's folder behind Spark's back. -#}
   {%- call statement('openmirror_manifest_refresh') -%}refresh table {{ manifest }}{%- endcall -%}
@@ -26,42 +27,46 @@
 {#- Runs of this table folder still `staging`: a run stopped between writing its files and
     advancing the snapshot, or between advancing it and recording that. -#}
 {%- macro openmirror_unfinished_runs(manifest, table_folder) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set rows = run_query(
-      "select run_id from " ~ manifest ~ " where table_folder = " ~ dbt_openmirror.openmirror_string(table_folder)
+      "select run_id from " ~ manifest ~ " where table_folder = " ~ om.openmirror_string(table_folder)
       ~ " group by run_id having max(case when state = 'staging' then 0 else 1 end) = 0") -%}
   {{ return(rows.columns[0].values() | list) }}
 {%- endmacro -%}
 
 {%- macro openmirror_next_staged_sequence(manifest, table_folder) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set rows = run_query(
       "select coalesce(max(staged_sequence), 0) + 1 from " ~ manifest ~ " where table_folder = "
-      ~ dbt_openmirror.openmirror_string(table_folder)) -%}
+      ~ om.openmirror_string(table_folder)) -%}
   {{ return(rows.rows[0][0] | int) }}
 {%- endmacro -%}
 
 {#- One manifest row; `run` holds every column but the state and the time. -#}
 {%- macro openmirror_record_run(manifest, run, state) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- call statement('openmirror_record_' ~ state) -%}
     insert into {{ manifest }}
-    select {{ dbt_openmirror.openmirror_string(run.run_id) }}, {{ dbt_openmirror.openmirror_string(run.model) }},
-      {{ dbt_openmirror.openmirror_string(run.table_folder) }}, {{ dbt_openmirror.openmirror_string(run.key_columns) }},
-      {{ dbt_openmirror.openmirror_string(run.base_run_id) if run.base_run_id else 'cast(null as string)' }},
-      {{ dbt_openmirror.openmirror_string(run.load) }}, {{ dbt_openmirror.openmirror_string(run.reason) }},
-      cast({{ run.staged_sequence }} as bigint), {{ dbt_openmirror.openmirror_string(run.staged_folder) }},
-      cast({{ run.rows }} as bigint), {{ dbt_openmirror.openmirror_string(run.marker_counts) }},
-      {{ dbt_openmirror.openmirror_string(state) }}, current_timestamp()
+    select {{ om.openmirror_string(run.run_id) }}, {{ om.openmirror_string(run.model) }},
+      {{ om.openmirror_string(run.table_folder) }}, {{ om.openmirror_string(run.key_columns) }},
+      {{ om.openmirror_string(run.base_run_id) if run.base_run_id else 'cast(null as string)' }},
+      {{ om.openmirror_string(run.load) }}, {{ om.openmirror_string(run.reason) }},
+      cast({{ run.staged_sequence }} as bigint), {{ om.openmirror_string(run.staged_folder) }},
+      cast({{ run.rows }} as bigint), {{ om.openmirror_string(run.marker_counts) }},
+      {{ om.openmirror_string(state) }}, current_timestamp()
   {%- endcall -%}
 {%- endmacro -%}
 
 {#- Mark runs as `staged` or `discarded` by copying their `staging` row. -#}
 {%- macro openmirror_settle_runs(manifest, run_ids, state) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if run_ids -%}
     {%- set quoted = [] -%}
-    {%- for run_id in run_ids -%}{%- do quoted.append(dbt_openmirror.openmirror_string(run_id)) -%}{%- endfor -%}
+    {%- for run_id in run_ids -%}{%- do quoted.append(om.openmirror_string(run_id)) -%}{%- endfor -%}
     {%- call statement('openmirror_settle_' ~ state) -%}
       insert into {{ manifest }}
       select run_id, model, table_folder, key_columns, base_run_id, load, reason, staged_sequence,
-        staged_folder, rows, marker_counts, {{ dbt_openmirror.openmirror_string(state) }}, current_timestamp()
+        staged_folder, rows, marker_counts, {{ om.openmirror_string(state) }}, current_timestamp()
       from {{ manifest }} where state = 'staging' and run_id in ({{ quoted | join(', ') }})
     {%- endcall -%}
   {%- endif -%}

@@ -17,12 +17,13 @@
 
 {#- The model's own spelling of each key column (Spark matches names case-insensitively). -#}
 {%- macro openmirror_resolve_keys(unique_key, specs) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set by_lower = {} -%}
   {%- for spec in specs -%}{%- do by_lower.update({spec.name | lower: spec.name}) -%}{%- endfor -%}
   {%- set resolved = [] -%}
   {%- for key in unique_key -%}
     {%- if key | lower not in by_lower -%}
-      {%- do dbt_openmirror.openmirror_fail("unique_key column(s) ['" ~ key ~ "'] are not in the model's output; its "
+      {%- do om.openmirror_fail("unique_key column(s) ['" ~ key ~ "'] are not in the model's output; its "
           ~ "columns are " ~ specs | map(attribute='name') | list) -%}
     {%- endif -%}
     {%- do resolved.append(by_lower[key | lower]) -%}
@@ -32,13 +33,14 @@
 
 {#- Fail on the first NULL or duplicated key of the output, before anything is staged. -#}
 {%- macro openmirror_check_keys(relation, key_columns) -%}
-  {%- set problems = run_query(dbt_openmirror.openmirror_key_problems_sql(relation, key_columns, false)) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set problems = run_query(om.openmirror_key_problems_sql(relation, key_columns, false)) -%}
   {%- for problem in problems.rows -%}
     {%- if problem[0] == 'NULL' -%}
-      {%- do dbt_openmirror.openmirror_fail("unique_key " ~ key_columns ~ " has NULL values, e.g. the row with "
+      {%- do om.openmirror_fail("unique_key " ~ key_columns ~ " has NULL values, e.g. the row with "
           ~ problem[1] ~ ". The mirror needs every key column set; filter or coalesce them.") -%}
     {%- else -%}
-      {%- do dbt_openmirror.openmirror_fail("unique_key " ~ key_columns ~ " is not unique: " ~ problem[1] ~ " appears in "
+      {%- do om.openmirror_fail("unique_key " ~ key_columns ~ " is not unique: " ~ problem[1] ~ " appears in "
           ~ problem[2] ~ " rows. Each key must identify one row of the model's output.") -%}
     {%- endif -%}
   {%- endfor -%}
@@ -48,6 +50,7 @@
     Removed columns stay in the snapshot and are published as NULL; added ones are published;
     a changed type stops the mirror's table, so it fails unless on_schema_change rebuilds. -#}
 {%- macro openmirror_schema_plan(previous, current, on_schema_change) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set previous_types = {} -%}
   {%- for column in previous -%}{%- do previous_types.update({column.name | lower: column.published_type}) -%}{%- endfor -%}
   {%- set current_names = current | map(attribute='name') | map('lower') | list -%}
@@ -62,7 +65,7 @@
   {%- for column in previous if column.name | lower not in current_names -%}{%- do kept.append(column) -%}{%- endfor -%}
   {%- set changed = added or kept or retyped -%}
   {%- if changed and on_schema_change == 'fail' -%}
-    {%- do dbt_openmirror.openmirror_fail("columns changed (added " ~ added | map(attribute='name') | list ~ ", removed "
+    {%- do om.openmirror_fail("columns changed (added " ~ added | map(attribute='name') | list ~ ", removed "
         ~ kept | map(attribute='name') | list ~ ", retyped " ~ retyped ~ ") and on_schema_change='fail'. Set "
         ~ "on_schema_change='append_new_columns' to publish added columns, 'sync_all_columns' to rebuild "
         ~ "the mirrored table, or run with --full-refresh.") -%}
@@ -71,7 +74,7 @@
     {{ return({'kept': [], 'added': added, 'rebuild_reason': (retyped + (["columns " ~ kept | map(attribute='name') | list ~ " were removed"] if kept else [])) | join('; ')}) }}
   {%- endif -%}
   {%- if retyped -%}
-    {%- do dbt_openmirror.openmirror_fail(retyped | join('; ') ~ ". The mirror stops replicating a table whose column type "
+    {%- do om.openmirror_fail(retyped | join('; ') ~ ". The mirror stops replicating a table whose column type "
         ~ "changes, so this is not published in place. Run with --full-refresh to rebuild the mirrored "
         ~ "table, or set on_schema_change='sync_all_columns' to rebuild automatically.") -%}
   {%- endif -%}

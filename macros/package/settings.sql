@@ -10,20 +10,22 @@
 {%- endmacro -%}
 
 {%- macro openmirror_choice(name, choices) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set value = config.get(name) or choices[0] -%}
   {%- if value not in choices -%}
-    {%- do dbt_openmirror.openmirror_fail(name ~ "='" ~ value ~ "' is not one of " ~ choices | join(', ')) -%}
+    {%- do om.openmirror_fail(name ~ "='" ~ value ~ "' is not one of " ~ choices | join(', ')) -%}
   {%- endif -%}
   {{ return(value) }}
 {%- endmacro -%}
 
 {#- Names that become landing-zone folders: the rules of landing_zone.folder_name_problem. -#}
 {%- macro openmirror_folder_name(setting, value) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set forbidden = modules.re.search('[/\\\\:*?"<>|\\x00-\\x1f\\x7f]', value) -%}
   {%- if not value or value in ('.', '..') or value[0] in '_.' or value != value.strip()
         or value.endswith('.') or value | length > 128 or forbidden
         or value.lower().endswith('.schema') -%}
-    {%- do dbt_openmirror.openmirror_fail(setting ~ "='" ~ value ~ "' cannot name a landing-zone folder (names must not "
+    {%- do om.openmirror_fail(setting ~ "='" ~ value ~ "' cannot name a landing-zone folder (names must not "
         ~ "be empty, start with '_' or '.', end with '.' or '.schema', be longer than 128 "
         ~ "characters or contain / \\ : * ? \" < > | or control characters)") -%}
   {%- endif -%}
@@ -31,53 +33,54 @@
 {%- endmacro -%}
 
 {%- macro openmirror_package_settings() -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set unique_key = config.get('unique_key') -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
   {%- if not keys or keys is string or keys is mapping or keys is not iterable -%}
-    {%- do dbt_openmirror.openmirror_fail("materialized='open_mirror' needs a unique_key (a column name or a list of "
+    {%- do om.openmirror_fail("materialized='open_mirror' needs a unique_key (a column name or a list of "
         ~ "them), because the mirror applies updates and deletes by key") -%}
   {%- endif -%}
   {%- set cleaned = [] -%}
   {%- for key in keys -%}
     {%- if key is not string or not key.strip() -%}
-      {%- do dbt_openmirror.openmirror_fail("unique_key entry " ~ key ~ " is not a column name") -%}
+      {%- do om.openmirror_fail("unique_key entry " ~ key ~ " is not a column name") -%}
     {%- endif -%}
     {%- if key.strip() | lower in cleaned | map('lower') | list -%}
-      {%- do dbt_openmirror.openmirror_fail("unique_key repeats " ~ key.strip()) -%}
+      {%- do om.openmirror_fail("unique_key repeats " ~ key.strip()) -%}
     {%- endif -%}
     {%- do cleaned.append(key.strip()) -%}
   {%- endfor -%}
 
   {%- set landing_zone = config.get('landing_zone') or var('openmirror_landing_zone', none) -%}
   {%- if not landing_zone -%}
-    {%- do dbt_openmirror.openmirror_fail("package mode needs the landing zone as Spark writes it: set the var "
+    {%- do om.openmirror_fail("package mode needs the landing zone as Spark writes it: set the var "
         ~ "'openmirror_landing_zone' (or the model config 'landing_zone'), e.g. "
         ~ "abfss://<workspace>@onelake.dfs.fabric.microsoft.com/<item>/Files/LandingZone") -%}
   {%- endif -%}
 
   {%- set mirror_schema = config.get('mirror_schema') -%}
   {%- set mirror_schema = this.schema if mirror_schema is none else mirror_schema -%}
-  {%- set mirror_table = dbt_openmirror.openmirror_folder_name('mirror_table', config.get('mirror_table') or this.identifier) -%}
+  {%- set mirror_table = om.openmirror_folder_name('mirror_table', config.get('mirror_table') or this.identifier) -%}
   {%- if mirror_schema -%}
-    {%- do dbt_openmirror.openmirror_folder_name('mirror_schema', mirror_schema) -%}
+    {%- do om.openmirror_folder_name('mirror_schema', mirror_schema) -%}
   {%- endif -%}
 
   {%- set max_rows_per_file = config.get('max_rows_per_file') or 0 -%}
   {%- if max_rows_per_file is not number or max_rows_per_file < 0 -%}
-    {%- do dbt_openmirror.openmirror_fail("max_rows_per_file must be a whole number of at least 0, got " ~ max_rows_per_file) -%}
+    {%- do om.openmirror_fail("max_rows_per_file must be a whole number of at least 0, got " ~ max_rows_per_file) -%}
   {%- endif -%}
   {%- set on_schema_change = 'append_new_columns' -%}
   {%- if 'on_schema_change' in model.unrendered_config -%}
-    {%- set on_schema_change = dbt_openmirror.openmirror_choice('on_schema_change', ['append_new_columns', 'fail', 'sync_all_columns']) -%}
+    {%- set on_schema_change = om.openmirror_choice('on_schema_change', ['append_new_columns', 'fail', 'sync_all_columns']) -%}
   {%- endif -%}
 
   {{ return({
       'unique_key': cleaned,
       'landing_zone': landing_zone.rstrip('/'),
       'table_folder': (mirror_schema ~ '.schema/' ~ mirror_table) if mirror_schema else mirror_table,
-      'parquet_compression': dbt_openmirror.openmirror_choice('parquet_compression', ['snappy', 'zstd', 'gzip', 'none']),
-      'change_markers': dbt_openmirror.openmirror_choice('change_markers', ['insert_update_delete', 'upsert']),
-      'row_marker_position': dbt_openmirror.openmirror_choice('row_marker_position', ['last', 'first']),
+      'parquet_compression': om.openmirror_choice('parquet_compression', ['snappy', 'zstd', 'gzip', 'none']),
+      'change_markers': om.openmirror_choice('change_markers', ['insert_update_delete', 'upsert']),
+      'row_marker_position': om.openmirror_choice('row_marker_position', ['last', 'first']),
       'max_rows_per_file': max_rows_per_file,
       'on_schema_change': on_schema_change,
       'manifest_schema': var('openmirror_manifest_schema', this.schema),

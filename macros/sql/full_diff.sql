@@ -2,13 +2,14 @@
 
 {#- Every row of the model as a new row: the first file of a table folder. -#}
 {%- macro openmirror_initial_load_sql(relation, columns, kept, change_markers, position) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set select_list = [] -%}
   {%- for column in columns -%}
-    {%- do select_list.append(dbt_openmirror.openmirror_published_value(dbt_openmirror.openmirror_quote(column.name), column) ~ ' as ' ~ dbt_openmirror.openmirror_quote(column.name)) -%}
+    {%- do select_list.append(om.openmirror_published_value(om.openmirror_quote(column.name), column) ~ ' as ' ~ om.openmirror_quote(column.name)) -%}
   {%- endfor -%}
-  {%- for column in kept -%}{%- do select_list.append(dbt_openmirror.openmirror_null_of(column)) -%}{%- endfor -%}
+  {%- for column in kept -%}{%- do select_list.append(om.openmirror_null_of(column)) -%}{%- endfor -%}
 select
-  {{ dbt_openmirror.openmirror_with_marker(select_list, 'cast(' ~ dbt_openmirror.openmirror_new_marker(change_markers) ~ ' as int)', position) }}
+  {{ om.openmirror_with_marker(select_list, 'cast(' ~ om.openmirror_new_marker(change_markers) ~ ' as int)', position) }}
 from {{ relation }}
 {%- endmacro -%}
 
@@ -16,36 +17,37 @@ from {{ relation }}
     Keys are never NULL on either side (checked before), so a NULL key column on one side of the
     full outer join means the key is absent there. Deleted rows carry only their key. -#}
 {%- macro openmirror_change_rows_sql(new_relation, previous_relation, columns, kept, added, key_columns, change_markers, position) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set added_names = [] -%}
   {%- for column in added -%}{%- do added_names.append(column.name | lower) -%}{%- endfor -%}
-  {%- set probe = dbt_openmirror.openmirror_quote(key_columns[0]) -%}
+  {%- set probe = om.openmirror_quote(key_columns[0]) -%}
   {%- set select_list = [] -%}
   {%- set unchanged = [] -%}
   {%- for column in columns -%}
-    {%- set name = dbt_openmirror.openmirror_quote(column.name) -%}
+    {%- set name = om.openmirror_quote(column.name) -%}
     {%- if column.name | lower in keys -%}
-      {%- do select_list.append(dbt_openmirror.openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ name) -%}
+      {%- do select_list.append(om.openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ name) -%}
     {%- else -%}
-      {%- do select_list.append(dbt_openmirror.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do select_list.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
       {%- if column.name | lower in added_names -%}
         {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
       {%- else -%}
-        {%- do unchanged.append(dbt_openmirror.openmirror_published_value('n.' ~ name, column) ~ ' <=> ' ~ dbt_openmirror.openmirror_published_value('o.' ~ name, column)) -%}
+        {%- do unchanged.append(om.openmirror_published_value('n.' ~ name, column) ~ ' <=> ' ~ om.openmirror_published_value('o.' ~ name, column)) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for column in kept -%}
-    {%- do select_list.append(dbt_openmirror.openmirror_null_of(column)) -%}
-    {%- do unchanged.append('o.' ~ dbt_openmirror.openmirror_quote(column.name) ~ ' is null') -%}
+    {%- do select_list.append(om.openmirror_null_of(column)) -%}
+    {%- do unchanged.append('o.' ~ om.openmirror_quote(column.name) ~ ' is null') -%}
   {%- endfor -%}
-  {%- set marker = 'cast(case when o.' ~ probe ~ ' is null then ' ~ dbt_openmirror.openmirror_new_marker(change_markers)
-      ~ ' when n.' ~ probe ~ ' is null then ' ~ dbt_openmirror.openmirror_delete_marker()
-      ~ ' else ' ~ dbt_openmirror.openmirror_changed_marker(change_markers) ~ ' end as int)' -%}
+  {%- set marker = 'cast(case when o.' ~ probe ~ ' is null then ' ~ om.openmirror_new_marker(change_markers)
+      ~ ' when n.' ~ probe ~ ' is null then ' ~ om.openmirror_delete_marker()
+      ~ ' else ' ~ om.openmirror_changed_marker(change_markers) ~ ' end as int)' -%}
 select
-  {{ dbt_openmirror.openmirror_with_marker(select_list, marker, position) }}
+  {{ om.openmirror_with_marker(select_list, marker, position) }}
 from {{ new_relation }} n
-full outer join {{ previous_relation }} o on {{ dbt_openmirror.openmirror_key_join('n', 'o', key_columns) }}
+full outer join {{ previous_relation }} o on {{ om.openmirror_key_join('n', 'o', key_columns) }}
 where o.{{ probe }} is null or n.{{ probe }} is null
 {%- if unchanged %}
   or not ({{ unchanged | join(' and ') }})
@@ -56,11 +58,12 @@ where o.{{ probe }} is null or n.{{ probe }} is null
     `relation` has a row per output row, or (`counted`) a row per key with its row count in
     `__openmirror_rows`. -#}
 {%- macro openmirror_key_problems_sql(relation, key_columns, counted) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set parts = [] -%}
   {%- set nulls = [] -%}
   {%- for key in key_columns -%}
-    {%- do parts.append('concat(' ~ dbt_openmirror.openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ dbt_openmirror.openmirror_quote(key) ~ " as string), 'NULL'))") -%}
-    {%- do nulls.append(dbt_openmirror.openmirror_quote(key) ~ ' is null') -%}
+    {%- do parts.append('concat(' ~ om.openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ om.openmirror_quote(key) ~ " as string), 'NULL'))") -%}
+    {%- do nulls.append(om.openmirror_quote(key) ~ ' is null') -%}
   {%- endfor -%}
   {%- set example = "concat_ws(', ', " ~ parts | join(', ') ~ ")" -%}
 select * from (select 'NULL' as problem, {{ example }} as example, 1 as rows
@@ -70,6 +73,6 @@ select * from (select 'duplicate' as problem, {{ example }} as example,
 {%- if counted %} `__openmirror_rows` as rows
   from {{ relation }} where `__openmirror_rows` > 1
 {%- else %} count(*) as rows
-  from {{ relation }} group by {{ dbt_openmirror.openmirror_quoted_list(key_columns) }} having count(*) > 1
+  from {{ relation }} group by {{ om.openmirror_quoted_list(key_columns) }} having count(*) > 1
 {%- endif %} limit 1)
 {%- endmacro -%}

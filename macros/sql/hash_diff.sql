@@ -11,65 +11,72 @@
 -#}
 
 {%- macro openmirror_row_hash(hashed, seed) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set parts = [seed | string] -%}
   {%- for column in hashed -%}
-    {%- do parts.append(dbt_openmirror.openmirror_published_value(dbt_openmirror.openmirror_quote(column.name), column)) -%}
-    {%- do parts.append(dbt_openmirror.openmirror_quote(column.name) ~ ' is null') -%}
+    {%- do parts.append(om.openmirror_published_value(om.openmirror_quote(column.name), column)) -%}
+    {%- do parts.append(om.openmirror_quote(column.name) ~ ' is null') -%}
   {%- endfor -%}
   xxhash64({{ parts | join(', ') }})
 {%- endmacro -%}
 
 {#- The key and row hash of every row of `relation`, as a narrow table (no shuffle). -#}
 {%- macro openmirror_key_hashes_sql(target, relation, key_columns, hashed, properties) -%}
-create table {{ target }} using parquet tblproperties ({{ dbt_openmirror.openmirror_properties(properties) }}) as
-select {{ dbt_openmirror.openmirror_quoted_list(key_columns) }}, {{ dbt_openmirror.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ dbt_openmirror.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+create table {{ target }} using parquet tblproperties ({{ om.openmirror_properties(properties) }}) as
+select {{ om.openmirror_quoted_list(key_columns) }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
 from {{ relation }}
 {%- endmacro -%}
 
 {#- Keys that are new, changed or gone, with their marker, and keys the output repeats (with their
     row count, for the key check). Counting rows per key shares the join's shuffle. -#}
 {%- macro openmirror_changed_keys_sql(target, new_hashes, previous_hashes, key_columns, change_markers) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set either = [] -%}
   {%- for key in key_columns -%}
-    {%- do either.append('coalesce(n.' ~ dbt_openmirror.openmirror_quote(key) ~ ', o.' ~ dbt_openmirror.openmirror_quote(key) ~ ') as ' ~ dbt_openmirror.openmirror_quote(key)) -%}
+    {%- do either.append('coalesce(n.' ~ om.openmirror_quote(key) ~ ', o.' ~ om.openmirror_quote(key) ~ ') as ' ~ om.openmirror_quote(key)) -%}
   {%- endfor -%}
 create table {{ target }} using parquet as
-select {{ either | join(', ') }}, cast(case when o.`__openmirror_hash1` is null then {{ dbt_openmirror.openmirror_new_marker(change_markers) }} when n.`__openmirror_hash1` is null then {{ dbt_openmirror.openmirror_delete_marker() }} else {{ dbt_openmirror.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`, n.`__openmirror_rows`
-from (select {{ dbt_openmirror.openmirror_quoted_list(key_columns) }}, count(*) as `__openmirror_rows`, max(`__openmirror_hash1`) as `__openmirror_hash1`, max(`__openmirror_hash2`) as `__openmirror_hash2`
-  from {{ new_hashes }} group by {{ dbt_openmirror.openmirror_quoted_list(key_columns) }}) n
-full outer join {{ previous_hashes }} o on {{ dbt_openmirror.openmirror_key_join('n', 'o', key_columns) }}
+select {{ either | join(', ') }}, cast(case when o.`__openmirror_hash1` is null then {{ om.openmirror_new_marker(change_markers) }} when n.`__openmirror_hash1` is null then {{ om.openmirror_delete_marker() }} else {{ om.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`, n.`__openmirror_rows`
+from (select {{ om.openmirror_quoted_list(key_columns) }}, count(*) as `__openmirror_rows`, max(`__openmirror_hash1`) as `__openmirror_hash1`, max(`__openmirror_hash2`) as `__openmirror_hash2`
+  from {{ new_hashes }} group by {{ om.openmirror_quoted_list(key_columns) }}) n
+full outer join {{ previous_hashes }} o on {{ om.openmirror_key_join('n', 'o', key_columns) }}
 where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__openmirror_rows` > 1
   or n.`__openmirror_hash1` <> o.`__openmirror_hash1` or n.`__openmirror_hash2` <> o.`__openmirror_hash2`
 {%- endmacro -%}
 
 {#- The published rows of the new and changed keys, then the deleted keys with only the key.
     An inner join, so that Spark can broadcast the changed keys and stream the output past them
-    (an outer join could only broadcast the output). -#}
-{%- macro openmirror_changed_rows_sql(new_relation, changes, columns, kept, key_columns, position) -%}
+    (an outer join could only broadcast the output). The markers are written as literals, so the
+    column is non-nullable in the Parquet schema, as on every other path. -#}
+{%- macro openmirror_changed_rows_sql(new_relation, changes, columns, kept, key_columns, change_markers, position) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set present = [] -%}
   {%- set deleted = [] -%}
   {%- for column in columns -%}
-    {%- set name = dbt_openmirror.openmirror_quote(column.name) -%}
+    {%- set name = om.openmirror_quote(column.name) -%}
     {%- if column.name | lower in keys -%}
       {%- do present.append('c.' ~ name ~ ' as ' ~ name) -%}
       {%- do deleted.append(name) -%}
     {%- else -%}
-      {%- do present.append(dbt_openmirror.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
-      {%- do deleted.append(dbt_openmirror.openmirror_null_of(column)) -%}
+      {%- do present.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do deleted.append(om.openmirror_null_of(column)) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for column in kept -%}
-    {%- do present.append(dbt_openmirror.openmirror_null_of(column)) -%}
-    {%- do deleted.append(dbt_openmirror.openmirror_null_of(column)) -%}
+    {%- do present.append(om.openmirror_null_of(column)) -%}
+    {%- do deleted.append(om.openmirror_null_of(column)) -%}
   {%- endfor -%}
 select
-  {{ dbt_openmirror.openmirror_with_marker(present, 'c.`__rowMarker__`', position) }}
+  {%- set new_marker = om.openmirror_new_marker(change_markers) %}
+  {{ om.openmirror_with_marker(present, 'cast(case when c.`__rowMarker__` = ' ~ new_marker ~ ' then ' ~ new_marker
+      ~ ' else ' ~ om.openmirror_changed_marker(change_markers) ~ ' end as int)', position) }}
 from {{ changes }} c
-join {{ new_relation }} n on {{ dbt_openmirror.openmirror_key_join('c', 'n', key_columns) }}
-where c.`__rowMarker__` <> {{ dbt_openmirror.openmirror_delete_marker() }}
+join {{ new_relation }} n on {{ om.openmirror_key_join('c', 'n', key_columns) }}
+where c.`__rowMarker__` <> {{ om.openmirror_delete_marker() }}
 union all
 select
-  {{ dbt_openmirror.openmirror_with_marker(deleted, '`__rowMarker__`', position) }}
-from {{ changes }} where `__rowMarker__` = {{ dbt_openmirror.openmirror_delete_marker() }}
+  {{ om.openmirror_with_marker(deleted, 'cast(' ~ om.openmirror_delete_marker() ~ ' as int)', position) }}
+from {{ changes }} where `__rowMarker__` = {{ om.openmirror_delete_marker() }}
 {%- endmacro -%}

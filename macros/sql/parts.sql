@@ -2,6 +2,10 @@
   Pieces every change-row select shares. They take plain values (names, column descriptions
   with `name`, `data_type`, `published_type` and `is_complex`) and render SQL text only, so the
   plugin (through the adapter) and the package (on a stock Spark connection) render the same SQL.
+
+  Macros here call each other through `om`: dbt resolves an installed package's macros only as
+  `dbt_openmirror.<name>`, and a plugin's include project's only as `dbt.<name>`, hence
+  `{% set om = dbt_openmirror if dbt_openmirror is defined else dbt %}` at the top of each caller.
 -#}
 
 {%- macro openmirror_quote(name) -%}
@@ -30,26 +34,30 @@
 {%- endmacro -%}
 
 {%- macro openmirror_null_of(column) -%}
-  cast(null as {{ column.published_type }}) as {{ dbt_openmirror.openmirror_quote(column.name) }}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  cast(null as {{ column.published_type }}) as {{ om.openmirror_quote(column.name) }}
 {%- endmacro -%}
 
 {#- The select list with `__rowMarker__` first or last. -#}
 {%- macro openmirror_with_marker(columns, marker, position) -%}
-  {%- set marker_column = marker ~ ' as ' ~ dbt_openmirror.openmirror_quote('__rowMarker__') -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set marker_column = marker ~ ' as ' ~ om.openmirror_quote('__rowMarker__') -%}
   {%- set ordered = [marker_column] + columns if position == 'first' else columns + [marker_column] -%}
   {{ ordered | join(',\n  ') }}
 {%- endmacro -%}
 
 {%- macro openmirror_key_join(left, right, key_columns) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set pairs = [] -%}
   {%- for key in key_columns -%}
-    {%- do pairs.append(left ~ '.' ~ dbt_openmirror.openmirror_quote(key) ~ ' = ' ~ right ~ '.' ~ dbt_openmirror.openmirror_quote(key)) -%}
+    {%- do pairs.append(left ~ '.' ~ om.openmirror_quote(key) ~ ' = ' ~ right ~ '.' ~ om.openmirror_quote(key)) -%}
   {%- endfor -%}
   {{ pairs | join(' and ') }}
 {%- endmacro -%}
 
 {%- macro openmirror_quoted_list(names, prefix='') -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set quoted = [] -%}
-  {%- for name in names -%}{%- do quoted.append(prefix ~ dbt_openmirror.openmirror_quote(name)) -%}{%- endfor -%}
+  {%- for name in names -%}{%- do quoted.append(prefix ~ om.openmirror_quote(name)) -%}{%- endfor -%}
   {{ quoted | join(', ') }}
 {%- endmacro -%}

@@ -7,11 +7,12 @@
     output table). Files are numbered in name order; a key appears once per publish, so the order
     among them does not matter. -#}
 {%- macro openmirror_write_files_sql(uri, select_sql, compression, max_rows_per_file, writers, shuffle) -%}
-  {%- set options = ['compression ' ~ dbt_openmirror.openmirror_string(compression)] -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set options = ['compression ' ~ om.openmirror_string(compression)] -%}
   {%- if max_rows_per_file -%}
-    {%- do options.append('maxRecordsPerFile ' ~ dbt_openmirror.openmirror_string(max_rows_per_file | string)) -%}
+    {%- do options.append('maxRecordsPerFile ' ~ om.openmirror_string(max_rows_per_file | string)) -%}
   {%- endif -%}
-insert overwrite directory {{ dbt_openmirror.openmirror_string(uri) }}
+insert overwrite directory {{ om.openmirror_string(uri) }}
 using parquet options ({{ options | join(', ') }})
 select /*+ {{ 'REPARTITION' if shuffle else 'COALESCE' }}({{ writers | int }}) */ * from (
 {{ select_sql }}
@@ -20,8 +21,9 @@ select /*+ {{ 'REPARTITION' if shuffle else 'COALESCE' }}({{ writers | int }}) *
 
 {#- Rows per marker in the staged files; Spark reads only the marker column. -#}
 {%- macro openmirror_marker_counts_sql(uri) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 select `__rowMarker__` as marker, count(*) as row_count
-from parquet.{{ dbt_openmirror.openmirror_quote(uri) }} group by `__rowMarker__`
+from parquet.{{ om.openmirror_quote(uri) }} group by `__rowMarker__`
 {%- endmacro -%}
 
 {%- macro openmirror_row_count_sql(relation) -%}
@@ -29,23 +31,26 @@ select count(*) from {{ relation }}
 {%- endmacro -%}
 
 {%- macro openmirror_properties(properties) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set pairs = [] -%}
   {%- for key, value in properties.items() -%}
-    {%- do pairs.append(dbt_openmirror.openmirror_string(key) ~ ' = ' ~ dbt_openmirror.openmirror_string(value)) -%}
+    {%- do pairs.append(om.openmirror_string(key) ~ ' = ' ~ om.openmirror_string(value)) -%}
   {%- endfor -%}
   {{ pairs | join(', ') }}
 {%- endmacro -%}
 
 {#- Table properties that record which folder and file number (or staged run) a snapshot matches. -#}
 {%- macro openmirror_snapshot_record_sql(relation, properties) -%}
-alter table {{ relation }} set tblproperties ({{ dbt_openmirror.openmirror_properties(properties) }})
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+alter table {{ relation }} set tblproperties ({{ om.openmirror_properties(properties) }})
 {%- endmacro -%}
 
 {#- Columns the model dropped stay in the snapshot (NULL from now on), as the mirror keeps them.
     Nothing when no column was dropped (Spark rejects an empty column list). -#}
 {%- macro openmirror_keep_columns_sql(relation, kept) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set columns = [] -%}
-  {%- for column in kept -%}{%- do columns.append(dbt_openmirror.openmirror_quote(column.name) ~ ' ' ~ column.data_type) -%}{%- endfor -%}
+  {%- for column in kept -%}{%- do columns.append(om.openmirror_quote(column.name) ~ ' ' ~ column.data_type) -%}{%- endfor -%}
   {%- if columns -%}
 alter table {{ relation }} add columns ({{ columns | join(', ') }})
   {%- endif -%}
@@ -53,5 +58,6 @@ alter table {{ relation }} add columns ({{ columns | join(', ') }})
 
 {#- A copy of `source` with only `columns` (Parquet tables cannot drop columns in place). -#}
 {%- macro openmirror_project_columns_sql(target, source, columns) -%}
-create table {{ target }} using parquet as select {{ dbt_openmirror.openmirror_quoted_list(columns) }} from {{ source }}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+create table {{ target }} using parquet as select {{ om.openmirror_quoted_list(columns) }} from {{ source }}
 {%- endmacro -%}

@@ -87,12 +87,14 @@ def test_changed_rows_read_back_only_changed_keys():
     plan = SchemaPlan(columns=[ORDER, LINE, TAGS], kept=[NAME])
     sql = macros.openmirror_changed_rows_sql(
         new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=plan.kept, key_columns=KEYS,
-        position="first",
+        change_markers="insert_update_delete", position="first",
     )
     present, deleted = sql.split("union all")
     assert "from s.t__c c\njoin s.t__new n on c.`Order_ID` = n.`Order_ID` and c.`line` = n.`line`" in present
     assert "where c.`__rowMarker__` <> 2" in present
-    assert present.index("c.`__rowMarker__` as `__rowMarker__`") < present.index("c.`Order_ID` as `Order_ID`")
+    marker = "cast(case when c.`__rowMarker__` = 0 then 0 else 1 end as int) as `__rowMarker__`"
+    assert present.index(marker) < present.index("c.`Order_ID` as `Order_ID`")
+    assert "cast(2 as int) as `__rowMarker__`" in deleted
     assert "to_json(n.`tags`) as `tags`" in present
     assert "cast(null as string) as `my ``odd`` name`" in present
     # Deleted keys carry the key and NULLs, in the same column order.

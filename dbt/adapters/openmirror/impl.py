@@ -362,7 +362,8 @@ class OpenMirrorAdapter(SparkAdapter):
         self._check_keys(mirror, changes, key_columns, counted=True)
         sql = self._sql(
             "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
-            kept=plan.schema.kept, key_columns=key_columns, position=mirror.row_marker_position,
+            kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
+            position=mirror.row_marker_position,
         )
         writers = hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file)
         return {"sql": sql, "writers": writers, "shuffle": True}
