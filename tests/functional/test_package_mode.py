@@ -2,7 +2,6 @@
 `type: spark` connection, stages runs; `dbt-openmirror publish` publishes them. After every
 publish, replaying the landing zone in file order gives exactly the model output."""
 
-import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.cli import main as openmirror_command
@@ -13,7 +12,6 @@ from tests.functional.mirror import (
     assert_mirror_equals,
     file_markers,
     findings_for,
-    model_output,
     set_source,
     table_folder,
     tree_digest,

@@ -5,9 +5,7 @@ during a publish coalesce into one more."""
 import http.client
 import json
 import logging
-import sys
 import threading
-import types
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -16,7 +14,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from dbt.adapters.openmirror.cli import WEBHOOK_SECRET_VARIABLE, _webhook_receiver, main, parser
-from dbt.adapters.openmirror.storage.local import LocalStorage
+from tests.mirror_oracle import replay
+from tests.unit.package_staging import FOLDER, stage_run
 from dbt.adapters.openmirror.webhook import (
     WEBHOOK_PATH,
     RecentEvents,
@@ -276,25 +275,15 @@ def test_cli_needs_the_secret_in_the_environment(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_receiver_publishes_the_staged_runs_of_its_landing_zone(tmp_path, monkeypatch):
-    """The command wires the landing zone into package mode's publisher (a recording stand-in
-    here: the publisher lives in its own module)."""
-    published_to = []
-    done = threading.Event()
-
-    def publish_staged_runs(storage):
-        published_to.append(storage)
-        done.set()
-        return []
-
-    module = types.ModuleType("dbt.adapters.openmirror.package_publish")
-    module.publish_staged_runs = publish_staged_runs
-    monkeypatch.setitem(sys.modules, module.__name__, module)
+    """The command wires its landing zone into package mode's publisher."""
+    stage_run(tmp_path, "run-a", 1, [{"id": 1, "amount": 10, "__rowMarker__": 0}], load="full")
+    published = tmp_path / FOLDER / "00000000000000000001.parquet"
     monkeypatch.setenv(WEBHOOK_SECRET_VARIABLE, SECRET.decode())
     args = parser().parse_args(["webhook", str(tmp_path), "--port", "0", "--job-id", "7", "--max-age-seconds", "60"])
     with _webhook_receiver(args) as receiver:
         assert deliver(receiver.url, event(job_id="8")) == 200
         assert deliver(receiver.url, event(job_id="7", timestamp=dbt_cloud_time(-90))) == 401
+        assert not published.exists()
         assert deliver(receiver.url, event(job_id="7")) == 202
-        assert done.wait(WAIT)
-    assert len(published_to) == 1
-    assert isinstance(published_to[0], LocalStorage) and published_to[0].root == tmp_path.resolve()
+    # Stopping the receiver finishes the publish under way.
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}]
