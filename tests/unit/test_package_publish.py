@@ -106,3 +106,25 @@ def test_publish_command(tmp_path, capsys):
     stage_run(tmp_path, "run-c", 2, SECOND, base_run_id="run-b")
     assert main(["publish", str(tmp_path)]) == 2
     assert "dbt run --full-refresh -s orders" in capsys.readouterr().err
+
+
+def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, capsys):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    polls = []
+
+    def between_polls(seconds):
+        polls.append(seconds)
+        if len(polls) == 1:
+            stage_run(tmp_path, "run-x", 1, SECOND, base_run_id="gone", table_folder="other")
+        elif len(polls) == 2:
+            stage_run(tmp_path, "run-b", 2, SECOND, base_run_id="run-a")
+        else:
+            raise KeyboardInterrupt  # Ctrl-C or SIGTERM
+
+    monkeypatch.setattr("dbt.adapters.openmirror.cli.time.sleep", between_polls)
+    assert main(["publish", str(tmp_path), "--watch", "--interval", "5"]) == 0
+    assert polls == [5, 5, 5]
+    assert record(tmp_path)["lastRunId"] == "run-b"
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 11}]
+    # The broken table is reported at each later poll and does not stop the others.
+    assert capsys.readouterr().err.count("holds the changes since run gone") == 2

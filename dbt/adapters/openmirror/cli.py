@@ -48,12 +48,18 @@ def _publish(args: argparse.Namespace) -> int:
         published = publisher.publish()
         print(f"published {len(published)} staged runs", flush=True)
         return 0
-    while True:  # until interrupted; a failing table is retried at the next poll
-        try:
-            publisher.publish()
-        except OpenMirrorError as exc:
-            print(f"dbt-openmirror publish: {exc.msg}", file=sys.stderr, flush=True)
-        time.sleep(args.interval)
+    stop_handler = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
+    try:
+        while True:
+            try:
+                publisher.publish()
+            except Exception as exc:  # a failing table or a storage outage: retried at the next poll
+                print(f"dbt-openmirror publish: {getattr(exc, 'msg', exc)}", file=sys.stderr, flush=True)
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, stop_handler)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -117,7 +123,7 @@ def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
         notes.append(
             f"unfinished publish of run {state.pending.run_id} ({len(state.pending.files)} files "
             f"after {state.pending.base_sequence_number}); the next dbt run of "
-            f"'{state.pending.model}' finishes or discards it"
+            f"'{state.pending.model}' (or `dbt-openmirror publish` in package mode) finishes or discards it"
         )
     return notes
 
