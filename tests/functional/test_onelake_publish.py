@@ -84,7 +84,9 @@ class TestPublishToOneLake(OnOneLake):
         # Every attempt to rename the run's second file into place fails: the run stops after
         # journaling and publishing the first one.
         second = f"{published + 2:020d}.parquet"
-        onelake.inject(status=500, times=1000, operation="rename", path=f"*/customers/{second}")
+        # (A short Retry-After, which the retries honour, keeps the eight attempts quick.)
+        onelake.inject(status=500, times=1000, operation="rename", path=f"*/customers/{second}",
+                       headers={"Retry-After": "0.1"})
         _, output = run_dbt_and_capture(["run"], expect_pass=False)
         assert "HTTP 500" in output and len(file_markers(folder)) == published + 1
         onelake.faults.clear()

@@ -91,21 +91,19 @@ class TestPackageMode(InPackageMode):
         assert "['id'] has NULL values, e.g. the row with id=NULL" in message
         assert tree_digest(landing_zone) == before
 
-
-class TestInterruptedStaging(InPackageMode):
-    """dbt stopped between staging and advancing {{ this }}, or between advancing it and recording
-    that: the next run settles the earlier one, and nothing is lost or published twice."""
-
     def test_the_next_run_settles_an_interrupted_one(self, project, warehouse, landing_zone):
+        """dbt stopped between staging and advancing {{ this }}, or between advancing it and
+        recording that: the next run settles the earlier one; nothing is lost or published twice."""
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         source = f"select * from {schema}.src"
-        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)")
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)", extra_args=["--full-refresh"])
         publish(landing_zone)
 
         # Stopped after advancing {{ this }}: drop the run's `staged` row, as if never written.
         _stage(project, warehouse, "(1, 'a', 11), (2, 'b', 20), (3, 'c', 30)")
-        staged_row = [r for r in manifest_rows(landing_zone) if r["state"] == "staged"][-1]
+        staged_row = max((r for r in manifest_rows(landing_zone) if r["state"] == "staged"),
+                         key=lambda r: r["recorded_at"])
         staged_row["file"].unlink()
         assert manifest_states(landing_zone)[-1] == "staging"
         # Stopped before advancing {{ this }}: a staged folder and a `staging` row of a run whose

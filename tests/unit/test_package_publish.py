@@ -121,7 +121,7 @@ def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, caps
         else:
             raise KeyboardInterrupt  # Ctrl-C or SIGTERM
 
-    monkeypatch.setattr("dbt.adapters.openmirror.cli.time.sleep", between_polls)
+    monkeypatch.setattr("dbt.adapters.openmirror.cli._pause", between_polls)
     assert main(["publish", str(tmp_path), "--watch", "--interval", "5"]) == 0
     assert polls == [5, 5, 5]
     assert record(tmp_path)["lastRunId"] == "run-b"

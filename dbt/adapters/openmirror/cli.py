@@ -40,6 +40,11 @@ def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
     return FaultInjectingStorage(storage, injector) if injector is not None else storage
 
 
+def _pause(seconds: float) -> None:
+    """Between two polls of `publish --watch`."""
+    time.sleep(seconds)
+
+
 def _publish(args: argparse.Namespace) -> int:
     publisher = PackagePublisher(
         _landing_zone(args), lease_wait_seconds=args.lease_wait_seconds, log=lambda line: print(line, flush=True)
@@ -55,7 +60,7 @@ def _publish(args: argparse.Namespace) -> int:
                 publisher.publish()
             except Exception as exc:  # a failing table or a storage outage: retried at the next poll
                 print(f"dbt-openmirror publish: {getattr(exc, 'msg', exc)}", file=sys.stderr, flush=True)
-            time.sleep(args.interval)
+            _pause(args.interval)
     except KeyboardInterrupt:
         return 0
     finally:
