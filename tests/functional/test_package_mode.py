@@ -68,6 +68,11 @@ class TestPackageMode(InPackageMode):
                "as t(id, name, amount, note)")
         publish(landing_zone)
         assert_mirror_equals(warehouse, folder, source)
+        # A dropped column stays, NULL from now on, in the snapshot and in the mirror.
+        _stage(project, warehouse, "(1, 'a', 11), (4, 'd', 42)")
+        publish(landing_zone)
+        assert "note" in warehouse.columns(f"{schema}.customers")
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.customers")
 
         # --full-refresh stages the whole table; the publish rebuilds the table folder.
         _stage(project, warehouse, "(7, 'g', 70), (8, 'h', 80)", extra_args=["--full-refresh"])
