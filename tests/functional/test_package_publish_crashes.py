@@ -60,6 +60,7 @@ class TestPublishCrashes(InPackageMode):
                 publish(landing_zone, FaultInjectingStorage(LocalStorage(landing_zone), FaultInjector(point)))
             publish(landing_zone)
             self._assert_published_once(project, landing_zone, expected)
+        print(f"publish failed at each of {len(operations)} operations in turn, 0 divergences")
 
     @pytest.mark.parametrize("point", KILL_POINTS)
     def test_killed_publish(self, project, landing_zone, staged, point):
