@@ -20,7 +20,6 @@
       'on_schema_change': config.get('on_schema_change') if 'on_schema_change' in model.unrendered_config else none,
   }) -%}
   {%- set full_refresh = should_full_refresh() -%}
-  {%- set grant_config = config.get('grants') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
@@ -90,10 +89,7 @@
   {%- do adapter.openmirror_release_lease(mirror) -%}
   {%- do store_result('main', response=adapter.openmirror_response(mirror, plan, counts, published.names)) -%}
 
-  {{ run_hooks(post_hooks) }}
-  {%- set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) -%}
-  {%- do apply_grants(target_relation, grant_config, should_revoke) -%}
-  {%- do persist_docs(target_relation, model) -%}
+  {%- do openmirror_finish(target_relation, existing_relation) -%}
 
   {{ return({'relations': [target_relation]}) }}
 

@@ -15,7 +15,6 @@
 
   {%- set settings = om.openmirror_package_settings() -%}
   {%- set full_refresh = should_full_refresh() -%}
-  {%- set grant_config = config.get('grants') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
@@ -120,10 +119,7 @@
   {%- do store_raw_result(name='main', message='STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder,
       code='STAGED', rows_affected=run.rows) -%}
 
-  {{ run_hooks(post_hooks) }}
-  {%- set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) -%}
-  {%- do apply_grants(target_relation, grant_config, should_revoke) -%}
-  {%- do persist_docs(target_relation, model) -%}
+  {%- do om.openmirror_finish(target_relation, existing_relation) -%}
 
   {{ return({'relations': [target_relation]}) }}
 

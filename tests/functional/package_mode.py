@@ -21,7 +21,8 @@ from tests.conftest import thrift_target
 ROOT = Path(__file__).resolve().parents[2]
 
 MODEL = """
-{{ config(materialized='open_mirror', unique_key='id') }}
+{{ config(materialized='open_mirror', unique_key='id',
+          post_hook="alter table {{ this }} set tblproperties ('test.post_hook' = 'ran')") }}
 select * from {{ var('source_schema', target.schema) }}.src
 """
 

@@ -24,7 +24,8 @@ class TestDocsGenerate:
     @pytest.fixture(scope="class")
     def models(self):
         return {
-            "customers.sql": "{{ config(materialized='open_mirror', unique_key='id', persist_docs={'relation': true}) }}\n"
+            "customers.sql": "{{ config(materialized='open_mirror', unique_key='id', persist_docs={'relation': true},"
+            " post_hook=\"alter table {{ this }} set tblproperties ('test.post_hook' = 'ran')\") }}\n"
             "select * from {{ target.schema }}.src",
             "schema.yml": MODELS_YML,
         }
@@ -40,3 +41,5 @@ class TestDocsGenerate:
         assert node["metadata"]["type"] == "table"
         manifest = json.loads((target / "manifest.json").read_text())
         assert manifest["nodes"]["model.test.customers"]["config"]["materialized"] == "open_mirror"
+        properties = dict(project.run_sql(f"show tblproperties {project.test_schema}.customers", fetch="all"))
+        assert properties["test.post_hook"] == "ran"

@@ -46,6 +46,8 @@ class TestPackageMode(InPackageMode):
         assert file_markers(folder) == [[0, 0, 0]]
         assert_mirror_equals(warehouse, folder, source)
         assert publish(landing_zone) == []  # nothing staged: nothing happens
+        properties = dict(project.run_sql(f"show tblproperties {schema}.customers", fetch="all"))
+        assert properties["test.post_hook"] == "ran"
 
         # No change: the run is recorded and published without a file.
         _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
