@@ -1,8 +1,10 @@
 {#-
   The fast diff: per-row hashes kept next to the snapshot, so a run compares keys and hashes.
-  One pass over the new output (no shuffle) writes its key hashes table: the key and a 128-bit
-  hash of each row. Joining it with the snapshot's key hashes table finds the changed keys, and
-  counts the rows per key on the way (the key check); only changed rows are then read back.
+  One pass over the new output writes its key hashes table: the key and a 128-bit hash of each
+  row, bucketed by the key. Joining it with the snapshot's key hashes table, bucketed the same
+  way by the previous run, finds the changed keys bucket by bucket without shuffling either
+  side, and counts the rows per key on the way (the key check); only changed rows are then read
+  back.
 
   Two xxhash64 values with different leading constants make the 128 bits. Spark's hash functions
   skip NULL arguments, so each column also contributes whether it is NULL: `(a, NULL)` and
@@ -20,16 +22,20 @@
   xxhash64({{ parts | join(', ') }})
 {%- endmacro -%}
 
-{#- The key and row hash of every row of `relation`, as a narrow table (no shuffle). -#}
-{%- macro openmirror_key_hashes_sql(target, relation, key_columns, hashed, properties) -%}
+{#- The key and row hash of every row of `relation`, as a narrow table in `buckets` buckets by
+    the key. The REPARTITION hint uses the bucketing's own hash, so each bucket is one file. -#}
+{%- macro openmirror_key_hashes_sql(target, relation, key_columns, hashed, properties, buckets) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-create table {{ target }} using parquet tblproperties ({{ om.openmirror_properties(properties) }}) as
-select {{ om.openmirror_quoted_list(key_columns) }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
+  {%- set keys = om.openmirror_quoted_list(key_columns) -%}
+create table {{ target }} using parquet clustered by ({{ keys }}) into {{ buckets | int }} buckets
+tblproperties ({{ om.openmirror_properties(properties) }}) as
+select /*+ REPARTITION({{ buckets | int }}, {{ keys }}) */ {{ keys }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
 from {{ relation }}
 {%- endmacro -%}
 
 {#- Keys that are new, changed or gone, with their marker, and keys the output repeats (with their
-    row count, for the key check). Counting rows per key shares the join's shuffle. -#}
+    row count, for the key check). Both tables are bucketed by the key, so the count and the join
+    run bucket by bucket; with different bucket counts Spark shuffles one side (still correct). -#}
 {%- macro openmirror_changed_keys_sql(target, new_hashes, previous_hashes, key_columns, change_markers) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set either = [] -%}

@@ -6,6 +6,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from tests.functional.mirror import assert_mirror_equals, file_markers, set_source, table_folder, tree_digest
+from tests.sql_macros import sql_macros
 
 # The hash columns macros/sql/hash_diff.sql writes.
 HASH_1, HASH_2 = "__openmirror_hash1", "__openmirror_hash2"
@@ -41,6 +42,19 @@ class TestKeyHashes:
         rows = warehouse.project.run_sql(f"show tblproperties {relation}", fetch="all")
         return {str(key): str(value) for key, value in rows}.get("openmirror.run_id")
 
+    def _assert_join_needs_no_shuffle(self, project, hashes):
+        """The hashes table is bucketed by the key, so the next run's changed-keys join (against a
+        table bucketed the same way) moves no rows between tasks."""
+        described = {str(row[0]).strip(): str(row[1]).strip() for row in project.run_sql(f"describe table extended {hashes}", fetch="all")}
+        assert (described["Num Buckets"], described["Bucket Columns"]) == ("1", "[`id`]")
+        changed_keys = sql_macros().openmirror_changed_keys_sql(
+            target="unused", new_hashes=hashes, previous_hashes=hashes, key_columns=["id"],
+            change_markers="insert_update_delete",
+        )
+        plan = "\n".join(str(row[0]) for row in project.run_sql("explain " + changed_keys.split(" as\n", 1)[1], fetch="all"))
+        assert "SortMergeJoin" in plan or "ShuffledHashJoin" in plan
+        assert "Exchange" not in plan, plan
+
     def test_hashes_follow_the_snapshot_and_find_exactly_the_changes(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "hashed")
@@ -49,6 +63,7 @@ class TestKeyHashes:
         snapshot_run = self._run_id(warehouse, f"{schema}.hashed")
         assert snapshot_run and self._run_id(warehouse, f"{schema}.hashed__om_hashes") == snapshot_run
         assert warehouse.columns(f"{schema}.hashed") == ["id", "a", "b", "tags"]  # nothing leaks into ref()
+        self._assert_join_needs_no_shuffle(project, f"{schema}.hashed__om_hashes")
 
         # Row 1 and 2 swap a value with NULL between columns; row 3 changes only inside an array.
         changed = [

@@ -3,8 +3,11 @@
 import json
 
 from dbt.adapters.openmirror.hash_diff import (
+    MAX_BUCKETS,
     MAX_WRITERS,
+    ROWS_PER_BUCKET,
     ROWS_PER_WRITER,
+    bucket_count,
     hash_signature,
     hashed_columns,
     writer_count,
@@ -40,13 +43,17 @@ def test_signature_changes_with_a_published_type_or_a_column():
     assert hash_signature([TAGS]) == hash_signature([ColumnSpec("tags", "string")])
 
 
-def test_key_hashes_one_pass_with_null_flags_and_two_seeds():
+def test_key_hashes_one_pass_with_null_flags_and_two_seeds_bucketed_by_the_key():
     sql = macros.openmirror_key_hashes_sql(
         target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT, TAGS],
-        properties={"openmirror.run_id": "r'1"},
+        properties={"openmirror.run_id": "r'1"}, buckets=16,
     )
-    assert sql.startswith("create table s.t__h using parquet tblproperties ('openmirror.run_id' = 'r\\'1') as")
-    assert "\nselect `Order_ID`, `line`, xxhash64(" in sql
+    assert sql.startswith(
+        "create table s.t__h using parquet clustered by (`Order_ID`, `line`) into 16 buckets\n"
+        "tblproperties ('openmirror.run_id' = 'r\\'1') as"
+    )
+    # One file per bucket: the rows go to the writer of their bucket.
+    assert "\nselect /*+ REPARTITION(16, `Order_ID`, `line`) */ `Order_ID`, `line`, xxhash64(" in sql
     assert f"xxhash64(1, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_1}" in sql
     assert f"xxhash64(2, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_2}" in sql
     assert sql.rstrip().endswith("from s.t__new")
@@ -100,6 +107,16 @@ def test_changed_rows_read_back_only_changed_keys():
     # Deleted keys carry the key and NULLs, in the same column order.
     assert "`Order_ID`,\n  `line`,\n  cast(null as string) as `tags`" in deleted
     assert deleted.rstrip().endswith("from s.t__c where `__rowMarker__` = 2")
+
+
+def test_bucket_count_is_a_power_of_two_by_rows():
+    assert bucket_count(0) == 1
+    assert bucket_count(ROWS_PER_BUCKET) == 1
+    assert bucket_count(ROWS_PER_BUCKET + 1) == 2
+    assert bucket_count(10 * ROWS_PER_BUCKET) == 16
+    # A table growing or shrinking a little keeps its bucket count, so runs join without a shuffle.
+    assert bucket_count(9 * ROWS_PER_BUCKET) == bucket_count(15 * ROWS_PER_BUCKET) == 16
+    assert bucket_count(10**13) == MAX_BUCKETS
 
 
 def test_writer_count_follows_the_change_count_and_file_size():

@@ -1,9 +1,10 @@
 """The fast diff's decisions: which columns the key hashes cover, and how many tasks write.
 
-Each run writes its output's key hashes table (the key and a 128-bit hash of each row) next to
-the snapshot; joining it with the snapshot's finds the changed keys. The SQL is in
-macros/sql/hash_diff.sql. Here: the hashed columns and their signature (two tables' hashes
-compare only when it matches), recorded in the hashes table's properties, and the writer count.
+Each run writes its output's key hashes table (the key and a 128-bit hash of each row, bucketed
+by the key) next to the snapshot; joining it with the snapshot's finds the changed keys. The SQL
+is in macros/sql/hash_diff.sql. Here: the hashed columns and their signature (two tables' hashes
+compare only when it matches), recorded in the hashes table's properties, the bucket count and
+the writer count.
 """
 
 import json
@@ -18,6 +19,9 @@ HASHES_COLUMNS = "openmirror.hash_columns"
 #: Change rows one writer task takes at most; larger change sets are written in parallel.
 ROWS_PER_WRITER = 1_000_000
 MAX_WRITERS = 64
+#: Rows per bucket of a key hashes table (about 32 MB with two bigint keys).
+ROWS_PER_BUCKET = 1_000_000
+MAX_BUCKETS = 4096
 
 
 def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> List[ColumnSpec]:
@@ -35,3 +39,10 @@ def writer_count(change_rows: int, max_rows_per_file: int) -> int:
     """Writer tasks for a change set: one for up to ROWS_PER_WRITER rows (or one file's worth)."""
     per_writer = min(ROWS_PER_WRITER, max_rows_per_file) if max_rows_per_file else ROWS_PER_WRITER
     return max(1, min(MAX_WRITERS, math.ceil(change_rows / per_writer)))
+
+
+def bucket_count(rows: int) -> int:
+    """Buckets of a key hashes table: a power of two, so the count stays put while the table
+    grows or shrinks a little, and consecutive runs' tables join without a shuffle."""
+    wanted = max(1, math.ceil(rows / ROWS_PER_BUCKET))
+    return min(MAX_BUCKETS, 1 << (wanted - 1).bit_length())

@@ -258,7 +258,8 @@ class OpenMirrorAdapter(SparkAdapter):
         self, mirror: MirrorConfig, plan: RunPlan, relation: Any, hashes_relation: Any,
         key_columns: List[str], run_id: str,
     ) -> None:
-        """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql)."""
+        """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql), in
+        buckets sized by the output's row count (a count of Parquet rows reads no column)."""
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
         properties = {
             hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: hash_diff.hash_signature(columns),
@@ -267,6 +268,7 @@ class OpenMirrorAdapter(SparkAdapter):
         self.execute(self._sql(
             "openmirror_key_hashes_sql", target=str(hashes_relation), relation=str(relation),
             key_columns=key_columns, hashed=columns, properties=properties,
+            buckets=hash_diff.bucket_count(self._row_count(relation)),
         ))
         self.cache_added(hashes_relation)
 
