@@ -18,6 +18,10 @@
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
+  {#- Key hashes of the output and of the snapshot, and this run's changed keys (macros/sql/hash_diff.sql). -#}
+  {%- set new_hashes = make_intermediate_relation(target_relation, suffix='__om_new_hashes') -%}
+  {%- set previous_hashes = make_intermediate_relation(target_relation, suffix='__om_hashes') -%}
+  {%- set changes_relation = make_intermediate_relation(target_relation, suffix='__om_changes') -%}
   {%- set run_id = invocation_id ~ '-' ~ local_md5(model.unique_id)[:8] -%}
   {%- set staged_folder = '_scratchPad/dbt-openmirror/' ~ run_id -%}
 
@@ -49,7 +53,8 @@
   {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
   {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
   {%- set key_list = tojson(key_columns) -%}
-  {%- do om.openmirror_check_keys(new_relation, key_columns) -%}
+  {%- set hashed = om.openmirror_hashed_columns(columns, key_columns) -%}
+  {%- do om.openmirror_write_key_hashes(new_relation, new_hashes, key_columns, hashed, run_id) -%}
 
   {#- 2. Changes against the snapshot, or a full load when there is none to trust. -#}
   {%- set load, reason, plan = 'incremental', '', {'kept': [], 'added': []} -%}
@@ -72,11 +77,26 @@
       {%- set load, reason = 'full', "on_schema_change='sync_all_columns': " ~ plan.rebuild_reason -%}
     {%- endif -%}
   {%- endif -%}
+  {#- Keys are checked before anything is staged: while joining the key hashes (counted), or on
+      the output's key hashes (no shuffle: they are bucketed by the key). -#}
   {%- if load == 'full' -%}
+    {%- do om.openmirror_check_keys(new_hashes, key_columns, false) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
+    {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(new_hashes), settings.max_rows_per_file), false -%}
+  {%- elif om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
+    {%- do adapter.drop_relation(changes_relation) -%}
+    {%- call statement('openmirror_changed_keys') -%}
+      {{ om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes, key_columns, settings.change_markers) }}
+    {%- endcall -%}
+    {%- do om.openmirror_check_keys(changes_relation, key_columns, true) -%}
+    {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, columns, plan.kept, key_columns,
+        settings.change_markers, settings.row_marker_position) -%}
+    {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
+    {%- do om.openmirror_check_keys(new_hashes, key_columns, false) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
+    {%- set writers, shuffle = 1, true -%}
   {%- endif -%}
 
   {#- 3. Spark stages the change rows where the mirror does not look; the manifest records them. -#}
@@ -85,7 +105,7 @@
   {%- endcall -%}
   {%- call statement('stage_change_rows') -%}
     {{ om.openmirror_write_files_sql(settings.landing_zone ~ '/' ~ staged_folder, change_rows,
-        settings.parquet_compression, settings.max_rows_per_file, 1, load != 'full') }}
+        settings.parquet_compression, settings.max_rows_per_file, writers, shuffle) }}
   {%- endcall -%}
   {%- set counts = {} -%}
   {%- for row in run_query(om.openmirror_marker_counts_sql(settings.landing_zone ~ '/' ~ staged_folder)).rows -%}
@@ -115,6 +135,7 @@
   {%- if existing_relation is not none -%}
     {{ adapter.drop_relation(backup_relation) }}
   {%- endif -%}
+  {%- do om.openmirror_replace_key_hashes(new_hashes, previous_hashes, changes_relation) -%}
   {%- do om.openmirror_record_run(manifest, run, 'staged') -%}
   {%- do store_raw_result(name='main', message='STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder,
       code='STAGED', rows_affected=run.rows) -%}

@@ -31,10 +31,11 @@
   {{ return(resolved) }}
 {%- endmacro -%}
 
-{#- Fail on the first NULL or duplicated key of the output, before anything is staged. -#}
-{%- macro openmirror_check_keys(relation, key_columns) -%}
+{#- Fail on the first NULL or duplicated key, before anything is staged: in the output's key hashes,
+    or (`counted`) in the changed keys, which carry each key's row count. -#}
+{%- macro openmirror_check_keys(relation, key_columns, counted) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set problems = run_query(om.openmirror_key_problems_sql(relation, key_columns, false)) -%}
+  {%- set problems = run_query(om.openmirror_key_problems_sql(relation, key_columns, counted)) -%}
   {%- for problem in problems.rows -%}
     {%- if problem[0] == 'NULL' -%}
       {%- do om.openmirror_fail("unique_key " ~ key_columns ~ " has NULL values, e.g. the row with "

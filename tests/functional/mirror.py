@@ -112,3 +112,19 @@ def findings_for(landing_zone: Path, folder: Path) -> List[str]:
     """What `dbt-openmirror validate` reports about one table folder."""
     prefix = str(folder.relative_to(landing_zone))
     return [str(f) for f in validate(LocalStorage(landing_zone)) if f.where.startswith(prefix)]
+
+
+def falsify_key_hashes(warehouse: Warehouse, hashes: str, key: str, run_id: str) -> None:
+    """Replace a key hashes table by one whose first hash is wrong for every row, stamped as
+    written by `run_id` (the hash columns are those macros/sql/hash_diff.sql writes)."""
+    warehouse.run(
+        f"create table {hashes}_wrong using parquet as select {key}, "
+        f"__openmirror_hash1 + 1 as __openmirror_hash1, __openmirror_hash2 from {hashes}"
+    )
+    properties = dict(warehouse.project.run_sql(f"show tblproperties {hashes}", fetch="all"))
+    warehouse.run(f"drop table {hashes}")
+    warehouse.run(f"alter table {hashes}_wrong rename to {hashes}")
+    warehouse.run(
+        f"alter table {hashes} set tblproperties ('openmirror.run_id' = '{run_id}', "
+        f"'openmirror.hash_columns' = '{properties['openmirror.hash_columns']}')"
+    )

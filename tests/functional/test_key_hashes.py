@@ -5,11 +5,15 @@ ignored (whole rows are compared) whenever it does not provably belong to the sn
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.mirror import assert_mirror_equals, file_markers, set_source, table_folder, tree_digest
+from tests.functional.mirror import (
+    assert_mirror_equals,
+    falsify_key_hashes,
+    file_markers,
+    set_source,
+    table_folder,
+    tree_digest,
+)
 from tests.sql_macros import sql_macros
-
-# The hash columns macros/sql/hash_diff.sql writes.
-HASH_1, HASH_2 = "__openmirror_hash1", "__openmirror_hash2"
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id') }}
@@ -90,10 +94,7 @@ class TestKeyHashes:
         # Hashes that do not belong to the snapshot are never trusted: here they are wrong for
         # every row and stamped by another run, so using them would publish 5 updates.
         hashes = f"{schema}.hashed__om_hashes"
-        warehouse.run(f"create table {hashes}_wrong using parquet as select id, {HASH_1} + 1 as {HASH_1}, {HASH_2} from {hashes}")
-        warehouse.run(f"drop table {hashes}")
-        warehouse.run(f"alter table {hashes}_wrong rename to {hashes}")
-        warehouse.run(f"alter table {hashes} set tblproperties ('openmirror.run_id' = 'another run')")
+        falsify_key_hashes(warehouse, hashes, "id", "another run")
         files = len(file_markers(folder))
         result = self._run(project, warehouse, changed)
         assert result.adapter_response["files"] == [] and len(file_markers(folder)) == files

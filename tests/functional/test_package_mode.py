@@ -10,6 +10,7 @@ from dbt.adapters.openmirror.storage import LocalStorage
 from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
+    falsify_key_hashes,
     file_markers,
     findings_for,
     set_source,
@@ -132,3 +133,31 @@ class TestPackageMode(InPackageMode):
         assert not lost.exists()
         assert_mirror_equals(warehouse, folder, source)
         assert findings_for(landing_zone, folder) == []
+
+    def test_changes_are_found_by_key_hashes_that_belong_to_the_snapshot(self, project, warehouse, landing_zone):
+        """The package diffs by the key hashes table when the run that wrote the snapshot wrote it
+        too, over the same columns, and compares whole rows otherwise."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        hashes = f"{schema}.customers__om_hashes"
+        rows = "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)"
+        _stage(project, warehouse, rows, extra_args=["--full-refresh"])
+        publish(landing_zone)
+        snapshot_run = dict(project.run_sql(f"show tblproperties {schema}.customers", fetch="all"))["openmirror.staged_run_id"]
+        hashes_properties = dict(project.run_sql(f"show tblproperties {hashes}", fetch="all"))
+        assert hashes_properties["openmirror.run_id"] == snapshot_run
+        described = dict((str(k).strip(), str(v).strip()) for k, v, *_ in project.run_sql(f"describe table extended {hashes}", fetch="all"))
+        assert (described["Num Buckets"], described["Bucket Columns"]) == ("1", "[`id`]")
+
+        # Hashes wrong for every row but stamped by the snapshot's run are trusted: every row is
+        # staged as an update (the same values, so the mirror stays equal to the output).
+        falsify_key_hashes(warehouse, hashes, "id", snapshot_run)
+        _stage(project, warehouse, rows)
+        assert [r.marker_counts for r in publish(landing_zone)] == [{"1": 3}]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+        # Stamped by another run: not trusted; whole rows are compared and nothing changed.
+        falsify_key_hashes(warehouse, hashes, "id", "another run")
+        _stage(project, warehouse, rows)
+        assert [r.rows for r in publish(landing_zone)] == [0]
+        assert len(file_markers(folder)) == 2
