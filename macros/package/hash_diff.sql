@@ -11,13 +11,6 @@
   {{ return(hashed) }}
 {%- endmacro -%}
 
-{#- What the hashes cover: two tables' hashes compare only under the same signature. -#}
-{%- macro openmirror_hash_signature(hashed) -%}
-  {%- set covered = [] -%}
-  {%- for spec in hashed -%}{%- do covered.append([spec.name | lower, spec.published_type]) -%}{%- endfor -%}
-  {{ return(tojson(covered)) }}
-{%- endmacro -%}
-
 {#- A power of two of about a million rows per bucket, at most 4096 (hash_diff.bucket_count). -#}
 {%- macro openmirror_bucket_count(rows) -%}
   {%- set buckets = [1] -%}

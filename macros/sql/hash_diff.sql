@@ -7,19 +7,45 @@
   back.
 
   Two xxhash64 values with different leading constants make the 128 bits. Spark's hash functions
-  skip NULL arguments, so each column also contributes whether it is NULL: `(a, NULL)` and
-  `(NULL, a)` hash differently. A changed row is missed only if both 64-bit hashes collide.
+  skip NULL arguments, so the row also contributes which columns are NULL, as bit masks (one
+  bigint per 62 columns: cheaper than a flag per column): `(a, NULL)` and `(NULL, a)` hash
+  differently. A changed row is missed only if both 64-bit hashes collide.
   `hashed` are the published non-key columns in name order (hash_diff.py).
 -#}
+
+{#- Bumped whenever openmirror_row_hash changes: hashes written by another formula are not trusted. -#}
+{%- macro openmirror_hash_formula() -%}2{%- endmacro -%}
+
+{%- macro openmirror_null_masks(hashed) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set masks = [] -%}
+  {%- for chunk in hashed | batch(62) -%}
+    {%- set bits = [] -%}
+    {%- for column in chunk -%}
+      {%- do bits.append('if(' ~ om.openmirror_quote(column.name) ~ ' is null, ' ~ 2 ** loop.index0 ~ 'L, 0L)') -%}
+    {%- endfor -%}
+    {%- do masks.append('(' ~ bits | join(' | ') ~ ')') -%}
+  {%- endfor -%}
+  {{ masks | join(', ') }}
+{%- endmacro -%}
 
 {%- macro openmirror_row_hash(hashed, seed) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set parts = [seed | string] -%}
   {%- for column in hashed -%}
     {%- do parts.append(om.openmirror_published_value(om.openmirror_quote(column.name), column)) -%}
-    {%- do parts.append(om.openmirror_quote(column.name) ~ ' is null') -%}
   {%- endfor -%}
+  {%- if hashed -%}{%- do parts.append(om.openmirror_null_masks(hashed)) -%}{%- endif -%}
   xxhash64({{ parts | join(', ') }})
+{%- endmacro -%}
+
+{#- What a key hashes table's hashes cover: the formula and the columns with their published
+    types. Two tables' hashes compare only under the same signature. -#}
+{%- macro openmirror_hash_signature(hashed) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set columns = [] -%}
+  {%- for column in hashed -%}{%- do columns.append([column.name | lower, column.published_type]) -%}{%- endfor -%}
+  {{ {'formula': om.openmirror_hash_formula() | int, 'columns': columns} | tojson }}
 {%- endmacro -%}
 
 {#- The key and row hash of every row of `relation`, as a narrow table in `buckets` buckets by

@@ -122,9 +122,11 @@ def falsify_key_hashes(warehouse: Warehouse, hashes: str, key: str, run_id: str)
         f"__openmirror_hash1 + 1 as __openmirror_hash1, __openmirror_hash2 from {hashes}"
     )
     properties = dict(warehouse.project.run_sql(f"show tblproperties {hashes}", fetch="all"))
+    # run_sql formats the statement, so the signature's JSON braces are doubled.
+    signature = properties["openmirror.hash_columns"].replace("{", "{{").replace("}", "}}")
     warehouse.run(f"drop table {hashes}")
     warehouse.run(f"alter table {hashes}_wrong rename to {hashes}")
     warehouse.run(
         f"alter table {hashes} set tblproperties ('openmirror.run_id' = '{run_id}', "
-        f"'openmirror.hash_columns' = '{properties['openmirror.hash_columns']}')"
+        f"'openmirror.hash_columns' = '{signature}')"
     )

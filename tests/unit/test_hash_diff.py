@@ -8,7 +8,6 @@ from dbt.adapters.openmirror.hash_diff import (
     ROWS_PER_BUCKET,
     ROWS_PER_WRITER,
     bucket_count,
-    hash_signature,
     hashed_columns,
     writer_count,
 )
@@ -28,22 +27,26 @@ PLAN = SchemaPlan(columns=[ORDER, TAGS, LINE, NAME, AMOUNT])
 KEYS = ["Order_ID", "line"]
 
 
+def signature(hashed):
+    return macros.openmirror_hash_signature(hashed=hashed)
+
+
 def test_hashed_columns_are_the_non_key_columns_in_name_order():
     assert hashed_columns(PLAN, ["order_id", "LINE"]) == [AMOUNT, NAME, TAGS]
     reordered = SchemaPlan(columns=[NAME, ORDER, AMOUNT, LINE, TAGS])
-    assert hash_signature(hashed_columns(reordered, KEYS)) == hash_signature(hashed_columns(PLAN, KEYS))
+    assert signature(hashed_columns(reordered, KEYS)) == signature(hashed_columns(PLAN, KEYS))
 
 
-def test_signature_changes_with_a_published_type_or_a_column():
-    signature = hash_signature([AMOUNT, NAME])
-    assert json.loads(signature) == [["amount", "decimal(12,2)"], ["my `odd` name", "string"]]
-    assert signature != hash_signature([ColumnSpec("amount", "decimal(14,2)"), NAME])
-    assert signature != hash_signature([AMOUNT])
+def test_signature_names_the_formula_and_changes_with_a_published_type_or_a_column():
+    covered = json.loads(signature([AMOUNT, NAME]))
+    assert covered == {"formula": 2, "columns": [["amount", "decimal(12,2)"], ["my `odd` name", "string"]]}
+    assert signature([AMOUNT, NAME]) != signature([ColumnSpec("amount", "decimal(14,2)"), NAME])
+    assert signature([AMOUNT, NAME]) != signature([AMOUNT])
     # Complex values are hashed as the JSON they are published as.
-    assert hash_signature([TAGS]) == hash_signature([ColumnSpec("tags", "string")])
+    assert signature([TAGS]) == signature([ColumnSpec("tags", "string")])
 
 
-def test_key_hashes_one_pass_with_null_flags_and_two_seeds_bucketed_by_the_key():
+def test_key_hashes_one_pass_with_a_null_mask_and_two_seeds_bucketed_by_the_key():
     sql = macros.openmirror_key_hashes_sql(
         target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT, TAGS],
         properties={"openmirror.run_id": "r'1"}, buckets=16,
@@ -54,10 +57,21 @@ def test_key_hashes_one_pass_with_null_flags_and_two_seeds_bucketed_by_the_key()
     )
     # One file per bucket: the rows go to the writer of their bucket.
     assert "\nselect /*+ REPARTITION(16, `Order_ID`, `line`) */ `Order_ID`, `line`, xxhash64(" in sql
-    assert f"xxhash64(1, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_1}" in sql
-    assert f"xxhash64(2, `amount`, `amount` is null, to_json(`tags`), `tags` is null) as {HASH_2}" in sql
+    # Which columns are NULL enters as a bit mask: Spark's hash functions skip NULL arguments.
+    null_mask = "(if(`amount` is null, 1L, 0L) | if(`tags` is null, 2L, 0L))"
+    assert f"xxhash64(1, `amount`, to_json(`tags`), {null_mask}) as {HASH_1}" in sql
+    assert f"xxhash64(2, `amount`, to_json(`tags`), {null_mask}) as {HASH_2}" in sql
     assert sql.rstrip().endswith("from s.t__new")
     assert "group by" not in sql  # no shuffle: a map-only pass
+
+
+def test_null_masks_take_62_columns_each():
+    columns = [ColumnSpec(f"c{i}", "int") for i in range(63)]
+    masks = macros.openmirror_null_masks(hashed=columns)
+    first, second = masks.split("), (")
+    assert first.count(" is null") == 62 and "if(`c61` is null, 2305843009213693952L, 0L)" in first
+    assert second == "if(`c62` is null, 1L, 0L))"
+    assert macros.openmirror_row_hash(hashed=[], seed=1) == "xxhash64(1)"
 
 
 def test_key_problems_per_row_or_counted():

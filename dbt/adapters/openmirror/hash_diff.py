@@ -2,12 +2,10 @@
 
 Each run writes its output's key hashes table (the key and a 128-bit hash of each row, bucketed
 by the key) next to the snapshot; joining it with the snapshot's finds the changed keys. The SQL
-is in macros/sql/hash_diff.sql. Here: the hashed columns and their signature (two tables' hashes
-compare only when it matches), recorded in the hashes table's properties, the bucket count and
-the writer count.
+is in macros/sql/hash_diff.sql, with the signature of what the hashes cover. Here: the hashed
+columns, the bucket count and the writer count.
 """
 
-import json
 import math
 from typing import List, Sequence
 
@@ -28,11 +26,6 @@ def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> List[ColumnS
     """The published non-key columns, in name order so that reordering columns changes nothing."""
     keys = {k.lower() for k in key_columns}
     return sorted((c for c in plan.columns if c.name.lower() not in keys), key=lambda c: c.name.lower())
-
-
-def hash_signature(columns: Sequence[ColumnSpec]) -> str:
-    """What the hashes cover: two tables' hashes compare only under the same signature."""
-    return json.dumps([[c.name.lower(), c.published_type] for c in columns])
 
 
 def writer_count(change_rows: int, max_rows_per_file: int) -> int:

@@ -262,7 +262,7 @@ class OpenMirrorAdapter(SparkAdapter):
         buckets sized by the output's row count (a count of Parquet rows reads no column)."""
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
         properties = {
-            hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: hash_diff.hash_signature(columns),
+            hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: self._sql("openmirror_hash_signature", hashed=columns),
         }
         self.drop_relation(hashes_relation)
         self.execute(self._sql(
@@ -342,7 +342,7 @@ class OpenMirrorAdapter(SparkAdapter):
             )
             rows = self._row_count(relations["new_hashes"])
             return {"sql": sql, "writers": hash_diff.writer_count(rows, mirror.max_rows_per_file), "shuffle": False}
-        signature = hash_diff.hash_signature(hash_diff.hashed_columns(plan.schema, key_columns))
+        signature = self._sql("openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, key_columns))
         if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
             logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
             self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
