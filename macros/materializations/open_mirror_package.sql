@@ -54,7 +54,12 @@
   {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
   {%- set key_list = tojson(key_columns) -%}
   {%- set hashed = om.openmirror_hashed_columns(columns, key_columns) -%}
-  {%- do om.openmirror_write_key_hashes(new_relation, new_hashes, key_columns, hashed, run_id) -%}
+  {#- The key check reads the narrow, bucketed key hashes, or (var openmirror_key_hashes: false,
+      where managed tables cannot be Parquet) the output itself. -#}
+  {%- if settings.key_hashes -%}
+    {%- do om.openmirror_write_key_hashes(new_relation, new_hashes, key_columns, hashed, run_id, columns) -%}
+  {%- endif -%}
+  {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 
   {#- 2. Changes against the snapshot, or a full load when there is none to trust. -#}
   {%- set load, reason, plan = 'incremental', '', {'kept': [], 'added': []} -%}
@@ -78,12 +83,12 @@
     {%- endif -%}
   {%- endif -%}
   {#- Keys are checked before anything is staged: while joining the key hashes (counted), or on
-      the output's key hashes (no shuffle: they are bucketed by the key). -#}
+      every row. -#}
   {%- if load == 'full' -%}
-    {%- do om.openmirror_check_keys(new_hashes, key_columns, false) -%}
+    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
-    {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(new_hashes), settings.max_rows_per_file), false -%}
-  {%- elif om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
+    {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(keyed_rows), settings.max_rows_per_file), false -%}
+  {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
     {%- do adapter.drop_relation(changes_relation) -%}
     {%- call statement('openmirror_changed_keys') -%}
       {{ om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes, key_columns, settings.change_markers) }}
@@ -93,7 +98,7 @@
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
-    {%- do om.openmirror_check_keys(new_hashes, key_columns, false) -%}
+    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = 1, true -%}
@@ -135,7 +140,9 @@
   {%- if existing_relation is not none -%}
     {{ adapter.drop_relation(backup_relation) }}
   {%- endif -%}
-  {%- do om.openmirror_replace_key_hashes(new_hashes, previous_hashes, changes_relation) -%}
+  {%- if settings.key_hashes -%}
+    {%- do om.openmirror_replace_key_hashes(new_hashes, previous_hashes, changes_relation) -%}
+  {%- endif -%}
   {%- do om.openmirror_record_run(manifest, run, 'staged') -%}
   {%- do store_raw_result(name='main', message='STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder,
       code='STAGED', rows_affected=run.rows) -%}

@@ -11,8 +11,10 @@
   {{ return(hashed) }}
 {%- endmacro -%}
 
-{#- A power of two of about a million rows per bucket, at most 4096 (hash_diff.bucket_count). -#}
-{%- macro openmirror_bucket_count(rows) -%}
+{#- A power of two of about a million rows per bucket, at most 4096; 0 for collated string keys,
+    which Spark cannot bucket by (hash_diff.bucket_count). -#}
+{%- macro openmirror_bucket_count(rows, key_types) -%}
+  {%- for key_type in key_types if 'collate' in key_type | lower -%}{{ return(0) }}{%- endfor -%}
   {%- set buckets = [1] -%}
   {%- for _ in range(12) -%}
     {%- if buckets[-1] * 1000000 < rows -%}{%- do buckets.append(buckets[-1] * 2) -%}{%- endif -%}
@@ -32,13 +34,16 @@
 {%- endmacro -%}
 
 {#- The output's key hashes table, stamped with the run and what its hashes cover. -#}
-{%- macro openmirror_write_key_hashes(relation, hashes, key_columns, hashed, run_id) -%}
+{%- macro openmirror_write_key_hashes(relation, hashes, key_columns, hashed, run_id, columns) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set keys = key_columns | map('lower') | list -%}
+  {%- set key_types = [] -%}
+  {%- for column in columns if column.name | lower in keys -%}{%- do key_types.append(column.data_type) -%}{%- endfor -%}
   {%- do adapter.drop_relation(hashes) -%}
   {%- call statement('openmirror_key_hashes') -%}
     {{ om.openmirror_key_hashes_sql(hashes, relation, key_columns, hashed,
         {'openmirror.run_id': run_id, 'openmirror.hash_columns': om.openmirror_hash_signature(hashed)},
-        om.openmirror_bucket_count(om.openmirror_row_count(relation))) }}
+        om.openmirror_bucket_count(om.openmirror_row_count(relation), key_types)) }}
   {%- endcall -%}
 {%- endmacro -%}
 

@@ -84,5 +84,6 @@
       'max_rows_per_file': max_rows_per_file,
       'on_schema_change': on_schema_change,
       'manifest_schema': var('openmirror_manifest_schema', this.schema),
+      'key_hashes': var('openmirror_key_hashes', true) in [true, 'true', 'True'],
   }) }}
 {%- endmacro -%}

@@ -5,7 +5,7 @@ import hashlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pyarrow.parquet as pq
 
@@ -114,19 +114,27 @@ def findings_for(landing_zone: Path, folder: Path) -> List[str]:
     return [str(f) for f in validate(LocalStorage(landing_zone)) if f.where.startswith(prefix)]
 
 
-def falsify_key_hashes(warehouse: Warehouse, hashes: str, key: str, run_id: str) -> None:
-    """Replace a key hashes table by one whose first hash is wrong for every row, stamped as
-    written by `run_id` (the hash columns are those macros/sql/hash_diff.sql writes)."""
+def rewrite_key_hashes(
+    warehouse: Warehouse, hashes: str, key: str, *, hash1_offset: int = 0, run_id: Optional[str] = None,
+    buckets: Optional[int] = None,
+) -> None:
+    """Rewrite a key hashes table (its columns are those macros/sql/hash_diff.sql writes): the
+    first hash shifted by `hash1_offset` (wrong for every row unless 0), bucketed into `buckets`
+    (or not bucketed), stamped as written by `run_id` (or by the run that wrote it)."""
+    clustering = f"clustered by ({key}) into {buckets} buckets" if buckets else ""
     warehouse.run(
-        f"create table {hashes}_wrong using parquet as select {key}, "
-        f"__openmirror_hash1 + 1 as __openmirror_hash1, __openmirror_hash2 from {hashes}"
+        f"create table {hashes}_rewritten using parquet {clustering} as select {key}, "
+        f"__openmirror_hash1 + {hash1_offset} as __openmirror_hash1, __openmirror_hash2 from {hashes}"
     )
     properties = dict(warehouse.project.run_sql(f"show tblproperties {hashes}", fetch="all"))
-    # run_sql formats the statement, so the signature's JSON braces are doubled.
-    signature = properties["openmirror.hash_columns"].replace("{", "{{").replace("}", "}}")
+    stamp = {"openmirror.run_id": run_id or properties["openmirror.run_id"],
+             "openmirror.hash_columns": properties["openmirror.hash_columns"]}
+    # Spark string literals; run_sql formats the statement, so their braces are doubled too.
+    literals = {
+        name: value.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+        for name, value in stamp.items()
+    }
     warehouse.run(f"drop table {hashes}")
-    warehouse.run(f"alter table {hashes}_wrong rename to {hashes}")
-    warehouse.run(
-        f"alter table {hashes} set tblproperties ('openmirror.run_id' = '{run_id}', "
-        f"'openmirror.hash_columns' = '{signature}')"
-    )
+    warehouse.run(f"alter table {hashes}_rewritten rename to {hashes}")
+    warehouse.run(f"alter table {hashes} set tblproperties ("
+                  + ", ".join(f"'{name}' = '{value}'" for name, value in literals.items()) + ")")

@@ -2,6 +2,7 @@
 `type: spark` connection, stages runs; `dbt-openmirror publish` publishes them. After every
 publish, replaying the landing zone in file order gives exactly the model output."""
 
+import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.cli import main as openmirror_command
@@ -10,9 +11,9 @@ from dbt.adapters.openmirror.storage import LocalStorage
 from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
-    falsify_key_hashes,
     file_markers,
     findings_for,
+    rewrite_key_hashes,
     set_source,
     table_folder,
     tree_digest,
@@ -151,13 +152,39 @@ class TestPackageMode(InPackageMode):
 
         # Hashes wrong for every row but stamped by the snapshot's run are trusted: every row is
         # staged as an update (the same values, so the mirror stays equal to the output).
-        falsify_key_hashes(warehouse, hashes, "id", snapshot_run)
+        rewrite_key_hashes(warehouse, hashes, "id", hash1_offset=1)
         _stage(project, warehouse, rows)
         assert [r.marker_counts for r in publish(landing_zone)] == [{"1": 3}]
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
         # Stamped by another run: not trusted; whole rows are compared and nothing changed.
-        falsify_key_hashes(warehouse, hashes, "id", "another run")
+        rewrite_key_hashes(warehouse, hashes, "id", hash1_offset=1, run_id="another run")
         _stage(project, warehouse, rows)
         assert [r.rows for r in publish(landing_zone)] == [0]
         assert len(file_markers(folder)) == 2
+
+
+class TestPackageModeWithoutKeyHashes(InPackageMode):
+    """var openmirror_key_hashes: false (where managed tables must be Delta): no key hashes tables,
+    whole rows are compared and the key is checked on the output, with the same results."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self, landing_zone):
+        return {"vars": {"openmirror_landing_zone": str(landing_zone), "openmirror_key_hashes": False}}
+
+    def test_whole_rows_are_compared_and_no_hashes_are_kept(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
+        _stage(project, warehouse, "(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)")
+        assert [r.rows for r in publish(landing_zone)] == [3, 3]
+        assert [sorted(m) for m in file_markers(folder)] == [[0, 0, 0], [0, 1, 2]]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+        tables = {str(row[1]) for row in project.run_sql(f"show tables in {schema}", fetch="all")}
+        assert "customers" in tables and not any("__om_" in t for t in tables)
+
+        before = tree_digest(landing_zone)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 1), (1, 'b', 2) {COLUMNS}")
+        message = run_dbt(["run"], expect_pass=False)[0].message
+        assert "['id'] is not unique: id=1 appears in 2 rows" in message
+        assert tree_digest(landing_zone) == before

@@ -124,13 +124,23 @@ def test_changed_rows_read_back_only_changed_keys():
 
 
 def test_bucket_count_is_a_power_of_two_by_rows():
-    assert bucket_count(0) == 1
-    assert bucket_count(ROWS_PER_BUCKET) == 1
-    assert bucket_count(ROWS_PER_BUCKET + 1) == 2
-    assert bucket_count(10 * ROWS_PER_BUCKET) == 16
+    keys = ["bigint", "int"]
+    assert bucket_count(0, keys) == 1
+    assert bucket_count(ROWS_PER_BUCKET, keys) == 1
+    assert bucket_count(ROWS_PER_BUCKET + 1, keys) == 2
+    assert bucket_count(10 * ROWS_PER_BUCKET, keys) == 16
     # A table growing or shrinking a little keeps its bucket count, so runs join without a shuffle.
-    assert bucket_count(9 * ROWS_PER_BUCKET) == bucket_count(15 * ROWS_PER_BUCKET) == 16
-    assert bucket_count(10**13) == MAX_BUCKETS
+    assert bucket_count(9 * ROWS_PER_BUCKET, keys) == bucket_count(15 * ROWS_PER_BUCKET, keys) == 16
+    assert bucket_count(10**13, keys) == MAX_BUCKETS
+
+
+def test_no_buckets_for_collated_string_keys():
+    assert bucket_count(10 * ROWS_PER_BUCKET, ["bigint", "string collate UTF8_LCASE"]) == 0
+    sql = macros.openmirror_key_hashes_sql(
+        target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT], properties={}, buckets=0,
+    )
+    assert "clustered by" not in sql and "REPARTITION" not in sql
+    assert "\nselect `Order_ID`, `line`, xxhash64(" in sql
 
 
 def test_writer_count_follows_the_change_count_and_file_size():

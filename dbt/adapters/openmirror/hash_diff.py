@@ -34,8 +34,11 @@ def writer_count(change_rows: int, max_rows_per_file: int) -> int:
     return max(1, min(MAX_WRITERS, math.ceil(change_rows / per_writer)))
 
 
-def bucket_count(rows: int) -> int:
+def bucket_count(rows: int, key_types: Sequence[str]) -> int:
     """Buckets of a key hashes table: a power of two, so the count stays put while the table
-    grows or shrinks a little, and consecutive runs' tables join without a shuffle."""
+    grows or shrinks a little, and consecutive runs' tables join without a shuffle. 0 (not
+    bucketed; the join then shuffles) for collated string keys, which Spark cannot bucket by."""
+    if any("collate" in key_type.lower() for key_type in key_types):
+        return 0
     wanted = max(1, math.ceil(rows / ROWS_PER_BUCKET))
     return min(MAX_BUCKETS, 1 << (wanted - 1).bit_length())

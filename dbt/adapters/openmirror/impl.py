@@ -261,6 +261,8 @@ class OpenMirrorAdapter(SparkAdapter):
         """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql), in
         buckets sized by the output's row count (a count of Parquet rows reads no column)."""
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
+        keys = {k.lower() for k in key_columns}
+        key_types = [c.data_type for c in plan.schema.columns if c.name.lower() in keys]
         properties = {
             hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: self._sql("openmirror_hash_signature", hashed=columns),
         }
@@ -268,7 +270,7 @@ class OpenMirrorAdapter(SparkAdapter):
         self.execute(self._sql(
             "openmirror_key_hashes_sql", target=str(hashes_relation), relation=str(relation),
             key_columns=key_columns, hashed=columns, properties=properties,
-            buckets=hash_diff.bucket_count(self._row_count(relation)),
+            buckets=hash_diff.bucket_count(self._row_count(relation), key_types),
         ))
         self.cache_added(hashes_relation)
 
