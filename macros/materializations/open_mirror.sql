@@ -56,13 +56,13 @@
   {%- set snapshot = adapter.openmirror_snapshot_record(existing_relation) -%}
   {%- set plan = adapter.openmirror_plan_run(mirror, key_columns, state, snapshot, full_refresh, previous_columns, new_columns) -%}
   {%- do adapter.openmirror_drop_ignored_columns(new_relation, plan) -%}
-  {%- do adapter.openmirror_key_hashes(mirror, plan, new_relation, new_hashes, key_columns, run_id) -%}
+  {%- set output_rows = adapter.openmirror_key_hashes(mirror, plan, new_relation, new_hashes, key_columns, run_id) -%}
   {%- set relations = {
       'new': new_relation, 'previous': existing_relation, 'target': target_relation,
       'backup': backup_relation, 'new_hashes': new_hashes, 'previous_hashes': previous_hashes,
       'changes': changes_relation,
   } -%}
-  {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, key_columns, snapshot, relations) -%}
+  {%- set change_rows = adapter.openmirror_change_sql(mirror, plan, key_columns, snapshot, relations, output_rows) -%}
 
   {#- 3. Spark stages the change rows as Parquet where the mirror does not look (the landing
        zone's _scratchPad, or a local folder whose files are then uploaded there). -#}

@@ -56,8 +56,9 @@
   {%- set hashed = om.openmirror_hashed_columns(columns, key_columns) -%}
   {#- The key check reads the narrow, bucketed key hashes, or (var openmirror_key_hashes: false,
       where managed tables cannot be Parquet) the output itself. -#}
+  {%- set output_rows = om.openmirror_row_count(new_relation) -%}
   {%- if settings.key_hashes -%}
-    {%- do om.openmirror_write_key_hashes(new_relation, new_hashes, key_columns, hashed, run_id, columns) -%}
+    {%- do om.openmirror_write_key_hashes(new_relation, output_rows, new_hashes, key_columns, hashed, run_id, columns) -%}
   {%- endif -%}
   {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 
@@ -87,7 +88,7 @@
   {%- if load == 'full' -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
-    {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(keyed_rows), settings.max_rows_per_file), false -%}
+    {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
   {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
     {%- do adapter.drop_relation(changes_relation) -%}
     {%- call statement('openmirror_changed_keys') -%}

@@ -33,8 +33,8 @@
   {{ return(run_query(om.openmirror_row_count_sql(relation)).rows[0][0] | int) }}
 {%- endmacro -%}
 
-{#- The output's key hashes table, stamped with the run and what its hashes cover. -#}
-{%- macro openmirror_write_key_hashes(relation, hashes, key_columns, hashed, run_id, columns) -%}
+{#- The output's key hashes table (`rows` rows), stamped with the run and what its hashes cover. -#}
+{%- macro openmirror_write_key_hashes(relation, rows, hashes, key_columns, hashed, run_id, columns) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set key_types = [] -%}
@@ -43,7 +43,7 @@
   {%- call statement('openmirror_key_hashes') -%}
     {{ om.openmirror_key_hashes_sql(hashes, relation, key_columns, hashed,
         {'openmirror.run_id': run_id, 'openmirror.hash_columns': om.openmirror_hash_signature(hashed)},
-        om.openmirror_bucket_count(om.openmirror_row_count(relation), key_types)) }}
+        om.openmirror_bucket_count(rows, key_types)) }}
   {%- endcall -%}
 {%- endmacro -%}
 

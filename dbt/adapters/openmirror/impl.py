@@ -257,22 +257,25 @@ class OpenMirrorAdapter(SparkAdapter):
     def openmirror_key_hashes(
         self, mirror: MirrorConfig, plan: RunPlan, relation: Any, hashes_relation: Any,
         key_columns: List[str], run_id: str,
-    ) -> None:
+    ) -> int:
         """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql), in
-        buckets sized by the output's row count (a count of Parquet rows reads no column)."""
+        buckets sized by the output's row count (a count of Parquet rows reads no column), which
+        is returned for sizing a full load's writers."""
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
         keys = {k.lower() for k in key_columns}
         key_types = [c.data_type for c in plan.schema.columns if c.name.lower() in keys]
         properties = {
             hash_diff.HASHES_RUN_ID: run_id, hash_diff.HASHES_COLUMNS: self._sql("openmirror_hash_signature", hashed=columns),
         }
+        output_rows = self._row_count(relation)
         self.drop_relation(hashes_relation)
         self.execute(self._sql(
             "openmirror_key_hashes_sql", target=str(hashes_relation), relation=str(relation),
             key_columns=key_columns, hashed=columns, properties=properties,
-            buckets=hash_diff.bucket_count(self._row_count(relation), key_types),
+            buckets=hash_diff.bucket_count(output_rows, key_types),
         ))
         self.cache_added(hashes_relation)
+        return output_rows
 
     def _check_keys(self, mirror: MirrorConfig, relation: Any, key_columns: List[str], counted: bool) -> None:
         sql = self._sql("openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted)
@@ -328,6 +331,7 @@ class OpenMirrorAdapter(SparkAdapter):
         key_columns: List[str],
         snapshot: Optional[SnapshotRecord],
         relations: Dict[str, Any],
+        output_rows: int,
     ) -> Dict[str, Any]:
         """The change rows' select, how many writer tasks write them and whether the rows are
         shuffled to them (see `openmirror_write_files_sql`), after the key check.
@@ -342,8 +346,8 @@ class OpenMirrorAdapter(SparkAdapter):
                 "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
                 change_markers=mirror.change_markers, position=mirror.row_marker_position,
             )
-            rows = self._row_count(relations["new_hashes"])
-            return {"sql": sql, "writers": hash_diff.writer_count(rows, mirror.max_rows_per_file), "shuffle": False}
+            writers = hash_diff.writer_count(output_rows, mirror.max_rows_per_file)
+            return {"sql": sql, "writers": writers, "shuffle": False}
         signature = self._sql("openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, key_columns))
         if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
             logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")

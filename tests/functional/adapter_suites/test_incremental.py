@@ -15,21 +15,30 @@ from tests.functional.adapter_suites.skip_reasons import DROP_COLUMN_NEEDS_DELTA
 class IncrementalOnSchemaChangeParquet(BaseIncrementalOnSchemaChange):
     """ignore, fail and append_new_columns work on Parquet; sync_all_columns also drops columns."""
 
+    def _assert_incremental_equals_target(self, project, run_models, model):
+        """`run_models` is a base helper: two runs of three models, then the incremental model
+        must equal its target (check_relations_equal). The same columns are asserted here too."""
+        run_models(project)
+        adapter = project.adapter
+        columns = [c.name for c in adapter.get_columns_in_relation(relation_from_name(adapter, model))]
+        target = [c.name for c in adapter.get_columns_in_relation(relation_from_name(adapter, f"{model}_target"))]
+        assert columns == target
+
     def test_run_incremental_append_new_columns(self, project):
-        # The base test also runs the remove-one case, skipped below. The base helper runs the
-        # models twice; here its check is spelled out: the incremental model equals its target.
-        self.run_incremental_append_new_columns(project)
-        columns = [c.name for c in project.adapter.get_columns_in_relation(
-            relation_from_name(project.adapter, "incremental_append_new_columns"))]
-        assert columns == [c.name for c in project.adapter.get_columns_in_relation(
-            relation_from_name(project.adapter, "incremental_append_new_columns_target"))]
+        # The base test also runs the remove-one case, skipped below.
+        self._assert_incremental_equals_target(
+            project, self.run_incremental_append_new_columns, "incremental_append_new_columns"
+        )
 
     @pytest.mark.skip(
         reason="when the model stops selecting a column, dbt-spark's insert still names it "
         "(append_new_columns keeps it in the table), and Spark cannot resolve it"
     )
     def test_run_incremental_append_new_columns_remove_one(self, project):
-        self.run_incremental_append_new_columns_remove_one(project)  # asserts: runs, then equal relations
+        self._assert_incremental_equals_target(
+            project, self.run_incremental_append_new_columns_remove_one, "incremental_append_new_columns_remove_one"
+        )
+
     test_run_incremental_sync_all_columns = pytest.mark.skip(reason=DROP_COLUMN_NEEDS_DELTA)(
         BaseIncrementalOnSchemaChange.test_run_incremental_sync_all_columns
     )
