@@ -2,6 +2,7 @@
 independent Delta reader."""
 
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -182,6 +183,30 @@ def test_killed_after_commit_before_move_applies_nothing_twice(lz, mirror, monke
     # File 1 is committed but still in the folder; the next replay must not apply it again.
     mirror.replay()
     assert rows_of(mirror, "dbo", "t") == [{"id": 1, "v": None}, {"id": 1, "v": None}]
+    assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [
+        f"{1:020d}.parquet", f"{2:020d}.parquet",
+    ]
+
+
+def test_killed_inside_the_move_leaves_no_second_copy(lz, mirror, monkeypatch):
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1}], [0])
+
+    def killed_after_link(self, folder, name):
+        # The create-only move is link() then unlink(): killed between the two.
+        os.link(lz / "t" / name, lz / "t" / "_ProcessedFiles" / name)
+        raise KeyboardInterrupt("killed")
+
+    (lz / "t" / "_ProcessedFiles").mkdir()
+    with monkeypatch.context() as patch:
+        patch.setattr(replay_module.LocalMirror, "_move_processed", killed_after_link)
+        with pytest.raises(KeyboardInterrupt):
+            mirror.replay()
+    write(lz / "t", 2, [{"id": 2}], [0])
+    [status] = mirror.replay()
+    assert rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}]
+    assert status.lastAppliedFile == 2
+    assert sorted(p.name for p in (lz / "t").glob("*.parquet")) == []
     assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [
         f"{1:020d}.parquet", f"{2:020d}.parquet",
     ]

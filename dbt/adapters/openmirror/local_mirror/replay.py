@@ -138,7 +138,11 @@ class LocalMirror:
             status.errorCode = status.errorMessage = status.keyColumns = None
             status.metrics = {"processedRows": 0, "processedBytes": 0}
         if applied and data_file_name(applied) in names:
-            self._move_processed(folder, data_file_name(applied))  # killed before the move
+            if data_file_name(applied) in processed:
+                # Killed inside the move, between link and unlink: both names are the same file.
+                self.storage.delete_file(f"{folder}/{data_file_name(applied)}")
+            else:
+                self._move_processed(folder, data_file_name(applied))  # killed before the move
         if status.errorCode:
             status.status = "Error"
             return
