@@ -59,6 +59,7 @@
   {%- set output_rows = om.openmirror_row_count(new_relation) -%}
   {%- if settings.key_hashes -%}
     {%- do om.openmirror_write_key_hashes(new_relation, output_rows, new_hashes, key_columns, hashed, run_id, columns) -%}
+    {%- call statement('openmirror_sorted_bucket_scans') -%}{{ om.openmirror_sorted_bucket_scans_sql() }}{%- endcall -%}
   {%- endif -%}
   {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 

@@ -2,6 +2,8 @@
 changed rows (also a value moving between a column and NULL), checks keys on the way, and is
 ignored (whole rows are compared) whenever it does not provably belong to the snapshot."""
 
+import re
+
 import pytest
 from dbt.tests.util import run_dbt
 
@@ -47,10 +49,11 @@ class TestKeyHashes:
         return {str(key): str(value) for key, value in rows}.get("openmirror.run_id")
 
     def _assert_join_needs_no_shuffle(self, project, hashes):
-        """The hashes table is bucketed by the key, so the next run's changed-keys join (against a
-        table bucketed the same way) moves no rows between tasks."""
+        """The hashes table is bucketed and sorted by the key, so the next run's changed-keys join
+        (against a table written the same way) moves no rows between tasks and sorts none."""
         described = {str(row[0]).strip(): str(row[1]).strip() for row in project.run_sql(f"describe table extended {hashes}", fetch="all")}
-        assert (described["Num Buckets"], described["Bucket Columns"]) == ("1", "[`id`]")
+        assert (described["Num Buckets"], described["Bucket Columns"], described["Sort Columns"]) == ("1", "[`id`]", "[`id`]")
+        project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql())
         changed_keys = sql_macros().openmirror_changed_keys_sql(
             target="unused", new_hashes=hashes, previous_hashes=hashes, key_columns=["id"],
             change_markers="insert_update_delete",
@@ -58,6 +61,7 @@ class TestKeyHashes:
         plan = "\n".join(str(row[0]) for row in project.run_sql("explain " + changed_keys.split(" as\n", 1)[1], fetch="all"))
         assert "SortMergeJoin" in plan or "ShuffledHashJoin" in plan
         assert "Exchange" not in plan, plan
+        assert not re.search(r"\bSort \[", plan), plan
 
     def test_hashes_follow_the_snapshot_and_find_exactly_the_changes(self, project, warehouse, landing_zone):
         schema = project.test_schema

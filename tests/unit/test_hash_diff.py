@@ -46,13 +46,14 @@ def test_signature_names_the_formula_and_changes_with_a_published_type_or_a_colu
     assert signature([TAGS]) == signature([ColumnSpec("tags", "string")])
 
 
-def test_key_hashes_one_pass_with_a_null_mask_and_two_seeds_bucketed_by_the_key():
+def test_key_hashes_one_pass_with_a_null_mask_and_two_seeds_bucketed_and_sorted_by_the_key():
     sql = macros.openmirror_key_hashes_sql(
         target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT, TAGS],
         properties={"openmirror.run_id": "r'1"}, buckets=16,
     )
     assert sql.startswith(
-        "create table s.t__h using parquet clustered by (`Order_ID`, `line`) into 16 buckets\n"
+        "create table s.t__h using parquet clustered by (`Order_ID`, `line`) sorted by (`Order_ID`, `line`)"
+        " into 16 buckets\n"
         "tblproperties ('openmirror.run_id' = 'r\\'1') as"
     )
     # One file per bucket: the rows go to the writer of their bucket.
