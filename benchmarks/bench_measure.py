@@ -63,9 +63,12 @@ def file_snapshot(folder: Path) -> Dict[str, Tuple[int, int]]:
 
 
 def written_since(folder: Path, before: Dict[str, Tuple[int, int]]) -> Dict[str, int]:
-    """Bytes and Parquet files that are new or rewritten since `before` (checksums excluded)."""
+    """Bytes and Parquet files that are new or rewritten since `before` (checksums excluded), and
+    how many of the files are outside `_scratchPad` (in a landing zone: the published ones)."""
     new = {p: s for p, s in file_snapshot(folder).items() if before.get(p) != s and not p.endswith(".crc")}
+    parquet = [p for p in new if p.endswith(".parquet")]
     return {
         "bytes": sum(size for size, _ in new.values()),
-        "files": sum(1 for p in new if p.endswith(".parquet")),
+        "files": len(parquet),
+        "published": sum(1 for p in parquet if "/_scratchPad/" not in p),
     }

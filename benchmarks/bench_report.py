@@ -23,11 +23,18 @@ def summarize(records: List[Dict]) -> List[Dict]:
     for s in summary:
         table = by_key.get((s["rows"], s["round"], "table"))
         mirror = by_key.get((s["rows"], s["round"], "mirror"))
-        if s["variant"] == "mirror" and table:
-            s["mirror_over_table"] = round(s["seconds"] / table["seconds"], 2)
+        if s["variant"] in ("mirror", "package") and table:
+            s[f"{s['variant']}_over_table"] = round(s["seconds"] / table["seconds"], 2)
         if s["variant"] == "naive" and mirror:
             s["naive_over_mirror"] = round(s["seconds"] / mirror["seconds"], 2)
     return summary
+
+
+def _ratio(s: Dict) -> str:
+    for name in ("mirror_over_table", "package_over_table", "naive_over_mirror"):
+        if name in s:
+            return f"{name.replace('_over_', '/')} {s[name]}"
+    return ""
 
 
 def markdown(environment: Dict, summary: List[Dict]) -> str:
@@ -42,13 +49,11 @@ def markdown(environment: Dict, summary: List[Dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
-        ratio = (f"mirror/table {s['mirror_over_table']}" if "mirror_over_table" in s
-                 else f"naive/mirror {s['naive_over_mirror']}" if "naive_over_mirror" in s else "")
         lines.append(
             f"| {s['rows']:,} | {s['round']} | {s['variant']} | {s['runs']} | {s['seconds']:.1f} | "
             f"{s['rows_per_s']:,.0f} | {s['bytes_written'] / 2**20:,.0f} | {s['files_written']:.0f} | "
             f"{s['change_files']:.0f} | {s['heap_peak_mb']:,.0f} | {s['rss_peak_mb']:,.0f} | "
-            f"{s['load_1min']:.1f} | {ratio} |"
+            f"{s['load_1min']:.1f} | {_ratio(s)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -60,7 +65,7 @@ def plot(path: Path, summary: List[Dict]) -> None:
     import matplotlib.pyplot as plt
 
     figure, (by_rows, by_churn) = plt.subplots(1, 2, figsize=(10, 4))
-    for variant in ("table", "naive", "mirror"):
+    for variant in ("table", "naive", "mirror", "package"):
         points = sorted((s["rows"], s["seconds"]) for s in summary
                         if s["variant"] == variant and s["round"] == "churn 0.01")
         if points:

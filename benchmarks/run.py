@@ -1,13 +1,14 @@
-"""Publishing a wide table at scale: a plain `table` run, a hand-written diff and `open_mirror`,
-side by side in one process on the same data.
+"""Publishing a wide table at scale: a plain `table` run, a hand-written diff and `open_mirror`
+(and, with `--variants`, `open_mirror` in package mode), side by side in one process on the same
+data.
 
     .venv/bin/python benchmarks/run.py --rows 10000000 --repeat 3
     .venv/bin/python benchmarks/run.py --scaling 1000000,3000000,10000000 --repeat 1
 
 Data: TPC-H `lineitem` from `tpchgen-cli` (scale factor chosen for the row count), loaded as the
 source table; then change rounds at each churn (a third each deleted, updated, inserted; picked
-by hash, so every run of the benchmark changes the same rows). Every round runs the three models
-one after the other on the same source. Results go to `--out` as JSON, a markdown table and a PNG.
+by hash, so every run of the benchmark changes the same rows). Every round runs the models one
+after the other on the same source. Results go to `--out` as JSON, a markdown table and a PNG.
 """
 
 import argparse
@@ -23,6 +24,9 @@ from typing import Dict, List
 
 from dbt.cli.main import dbtRunner
 
+from dbt.adapters.openmirror.package_publish import PackagePublisher
+from dbt.adapters.openmirror.storage import LocalStorage
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_data import change_round_sql, source_sql  # noqa: E402
 from bench_measure import Sampler, file_snapshot, written_since  # noqa: E402
@@ -31,7 +35,14 @@ from bench_report import summarize, write_reports  # noqa: E402
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE / "project"
 SF1_LINEITEM_ROWS = 6_001_215
-MODELS = {"table": "lineitem_table", "naive": "lineitem_naive", "mirror": "lineitem_mirror"}
+PACKAGE_PROJECT = HERE / "package_project"
+#: variant -> (dbt project, model). `package` runs the same model through the package on a stock
+#: `type: spark` connection, then publishes what it staged (both timed).
+VARIANTS = {
+    "table": (PROJECT, "lineitem_table"), "naive": (PROJECT, "lineitem_naive"),
+    "mirror": (PROJECT, "lineitem_mirror"), "package": (PACKAGE_PROJECT, "lineitem_package"),
+}
+DEFAULT_VARIANTS = "table,naive,mirror"
 
 
 def generate(rows: int, data_dir: Path) -> Path:
@@ -62,16 +73,13 @@ def spark_settings(work: Path, driver_memory: str) -> Dict[str, str]:
 
 
 def write_profile(work: Path, settings: Dict[str, str]) -> None:
+    session = {"method": "session", "host": "localhost", "schema": "bench", "server_side_parameters": settings}
     profile = {
         "openmirror_bench": {
             "target": "bench",
-            "outputs": {
-                "bench": {
-                    "type": "openmirror", "method": "session", "host": "localhost", "schema": "bench",
-                    "landing_zone": str(work / "landing_zone"), "server_side_parameters": settings,
-                }
-            },
-        }
+            "outputs": {"bench": {"type": "openmirror", "landing_zone": str(work / "landing_zone"), **session}},
+        },
+        "openmirror_bench_package": {"target": "bench", "outputs": {"bench": {"type": "spark", **session}}},
     }
     (work / "profiles.yml").write_text(json.dumps(profile, indent=2))
 
@@ -82,7 +90,10 @@ class Bench:
         self.spark = spark
         self.variants = variants
         self.dbt = dbtRunner()
-        self.watched = [work / "warehouse", work / "landing_zone", work / "naive_out"]
+        self.package_landing_zone = work / "landing_zone_package"
+        self.watched = [work / "warehouse", work / "landing_zone", work / "naive_out", self.package_landing_zone]
+        if "package" in variants:
+            self.dbt.invoke(["deps", "--project-dir", str(PACKAGE_PROJECT), "--quiet"])
 
     def sql(self, statement: str) -> None:
         self.spark.sql(statement).collect()
@@ -103,9 +114,11 @@ class Bench:
         self.sql("alter table bench.lineitem_src_next rename to bench.lineitem_src")
 
     def run_model(self, variant: str) -> Dict:
+        project, model = VARIANTS[variant]
+        variables = {"naive_out": str(self.work / "naive_out"), "openmirror_landing_zone": str(self.package_landing_zone)}
         args = [
-            "run", "--select", MODELS[variant], "--project-dir", str(PROJECT),
-            "--profiles-dir", str(self.work), "--vars", json.dumps({"naive_out": str(self.work / "naive_out")}),
+            "run", "--select", model, "--project-dir", str(project),
+            "--profiles-dir", str(self.work), "--vars", json.dumps(variables),
             "--target-path", str(self.work / "dbt_target"), "--log-path", str(self.work / "dbt_logs"), "--quiet",
         ]
         before = {folder: file_snapshot(folder) for folder in self.watched}
@@ -114,16 +127,18 @@ class Bench:
         with Sampler(self.spark) as memory:
             start = time.perf_counter()
             result = self.dbt.invoke(args)
+            if result.success and variant == "package":
+                PackagePublisher(LocalStorage(self.package_landing_zone), log=lambda line: None).publish()
             seconds = time.perf_counter() - start
         if not result.success:
-            raise RuntimeError(f"dbt run of {MODELS[variant]} failed: {result.exception or result.result}")
+            raise RuntimeError(f"dbt run of {model} failed: {result.exception or result.result}")
         written = [written_since(folder, before[folder]) for folder in self.watched]
         response = result.result[0].adapter_response if result.result else {}
         return {
             "variant": variant, "seconds": round(seconds, 3),
             "bytes_written": sum(w["bytes"] for w in written),
             "files_written": sum(w["files"] for w in written),
-            "change_files": written[1]["files"] + written[2]["files"],
+            "change_files": sum(w["published"] for w in written[1:]),
             "heap_peak_mb": memory.heap_peak_mb, "rss_peak_mb": memory.rss_peak_mb,
             "load_1min": round(load, 2),
             "changes": {k: response.get(k) for k in ("inserts", "updates", "deletes", "upserts", "files", "mode")
@@ -151,7 +166,8 @@ def benchmark_size(bench: Bench, lineitem: Path, churns: List[float], repeat: in
             if churn:
                 bench.change(round_number, churn)
             # Rotate the order so no variant always runs first (warm caches, the OS page cache).
-            order = bench.variants[repetition % 3:] + bench.variants[:repetition % 3]
+            shift = repetition % len(bench.variants)
+            order = bench.variants[shift:] + bench.variants[:shift]
             records += bench.round(rows, f"churn {churn:g}", churn, order)
     return records
 
@@ -162,7 +178,7 @@ def main() -> None:
     parser.add_argument("--scaling", help="comma-separated row counts, e.g. 1000000,3000000,10000000")
     parser.add_argument("--churn", default="0,0.001,0.01,0.1", help="fractions of rows changed per round")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per churn (medians are reported)")
-    parser.add_argument("--variants", default="table,naive,mirror")
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--work", type=Path, default=Path("/tmp/openmirror-bench"))
     parser.add_argument("--data", type=Path, default=Path("/tmp/openmirror-bench-data"))
     parser.add_argument("--driver-memory", default="4g")
@@ -200,6 +216,8 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     name = f"scaling-{'-'.join(map(str, sizes))}" if args.scaling else f"rows-{sizes[0]}"
+    if args.variants != DEFAULT_VARIANTS:
+        name += f"-{'-'.join(variants)}"
     write_reports(args.out, name, environment, records, summarize(records))
 
 
