@@ -93,7 +93,9 @@ class Bench:
         self.package_landing_zone = work / "landing_zone_package"
         self.watched = [work / "warehouse", work / "landing_zone", work / "naive_out", self.package_landing_zone]
         if "package" in variants:
-            self.dbt.invoke(["deps", "--project-dir", str(PACKAGE_PROJECT), "--quiet"])
+            installed = self.dbt.invoke(["deps", "--project-dir", str(PACKAGE_PROJECT), "--quiet"])
+            if not installed.success:
+                raise RuntimeError(f"dbt deps of {PACKAGE_PROJECT} failed: {installed.exception}")
 
     def sql(self, statement: str) -> None:
         self.spark.sql(statement).collect()

@@ -57,9 +57,6 @@
   {%- set plan = adapter.openmirror_plan_run(mirror, key_columns, state, snapshot, full_refresh, previous_columns, new_columns) -%}
   {%- do adapter.openmirror_drop_ignored_columns(new_relation, plan) -%}
   {%- set output_rows = adapter.openmirror_key_hashes(mirror, plan, new_relation, new_hashes, key_columns, run_id) -%}
-  {%- call statement('sorted_bucket_scans') -%}
-    {{ openmirror_sorted_bucket_scans_sql() }}
-  {%- endcall -%}
   {%- set relations = {
       'new': new_relation, 'previous': existing_relation, 'target': target_relation,
       'backup': backup_relation, 'new_hashes': new_hashes, 'previous_hashes': previous_hashes,

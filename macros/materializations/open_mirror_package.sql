@@ -59,7 +59,7 @@
   {%- set output_rows = om.openmirror_row_count(new_relation) -%}
   {%- if settings.key_hashes -%}
     {%- do om.openmirror_write_key_hashes(new_relation, output_rows, new_hashes, key_columns, hashed, run_id, columns) -%}
-    {%- call statement('openmirror_sorted_bucket_scans') -%}{{ om.openmirror_sorted_bucket_scans_sql() }}{%- endcall -%}
+    {%- call statement('openmirror_sorted_bucket_scans') -%}{{ om.openmirror_sorted_bucket_scans_sql(true) }}{%- endcall -%}
   {%- endif -%}
   {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 
@@ -104,6 +104,9 @@
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = 1, true -%}
+  {%- endif -%}
+  {%- if settings.key_hashes -%}
+    {%- call statement('openmirror_sorted_bucket_scans_reset') -%}{{ om.openmirror_sorted_bucket_scans_sql(false) }}{%- endcall -%}
   {%- endif -%}
 
   {#- 3. Spark stages the change rows where the mirror does not look; the manifest records them. -#}

@@ -64,10 +64,12 @@ from {{ relation }}
 
 {#- Spark reads a bucket written as one sorted file as sorted only when asked to (it lists the
     files while planning to know): the changed-keys join and the key count then merge the sorted
-    buckets without sorting them again (half the join's time). Only bucketed tables with sort
-    columns are affected. -#}
-{%- macro openmirror_sorted_bucket_scans_sql() -%}
-set spark.sql.legacy.bucketedTableScan.outputOrdering=true
+    buckets without sorting them again (half the join's time). The setting makes Spark trust the
+    declared order of every bucketed table with sort columns, so it is on (`on`) only while the
+    hash diff's statements run and is reset (to the session's configured value) after them. -#}
+{%- macro openmirror_sorted_bucket_scans_sql(on) -%}
+{%- if on -%}set spark.sql.legacy.bucketedTableScan.outputOrdering=true
+{%- else -%}reset spark.sql.legacy.bucketedTableScan.outputOrdering{%- endif -%}
 {%- endmacro -%}
 
 {#- Keys that are new, changed or gone, with their marker, and keys the output repeats (with their

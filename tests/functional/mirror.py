@@ -120,7 +120,8 @@ def rewrite_key_hashes(
 ) -> None:
     """Rewrite a key hashes table (its columns are those macros/sql/hash_diff.sql writes): the
     first hash shifted by `hash1_offset` (wrong for every row unless 0), bucketed into `buckets`
-    (or not bucketed), stamped as written by `run_id` (or by the run that wrote it)."""
+    (or not bucketed) without sort columns, as versions before sorted buckets wrote them, stamped
+    as written by `run_id` (or by the run that wrote it)."""
     clustering = f"clustered by ({key}) into {buckets} buckets" if buckets else ""
     warehouse.run(
         f"create table {hashes}_rewritten using parquet {clustering} as select {key}, "

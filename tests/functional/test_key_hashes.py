@@ -48,17 +48,25 @@ class TestKeyHashes:
         rows = warehouse.project.run_sql(f"show tblproperties {relation}", fetch="all")
         return {str(key): str(value) for key, value in rows}.get("openmirror.run_id")
 
+    def _changed_keys_plan(self, project, hashes):
+        """Spark's plan for the changed-keys join of `hashes` with itself, with bucketed scans read
+        as sorted where they are (as during a run)."""
+        changed_keys = sql_macros().openmirror_changed_keys_sql(
+            target="unused", new_hashes=hashes, previous_hashes=hashes, key_columns=["id"],
+            change_markers="insert_update_delete",
+        )
+        project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql(on=True))
+        try:
+            return "\n".join(str(row[0]) for row in project.run_sql("explain " + changed_keys.split(" as\n", 1)[1], fetch="all"))
+        finally:
+            project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql(on=False))
+
     def _assert_join_needs_no_shuffle(self, project, hashes):
         """The hashes table is bucketed and sorted by the key, so the next run's changed-keys join
         (against a table written the same way) moves no rows between tasks and sorts none."""
         described = {str(row[0]).strip(): str(row[1]).strip() for row in project.run_sql(f"describe table extended {hashes}", fetch="all")}
         assert (described["Num Buckets"], described["Bucket Columns"], described["Sort Columns"]) == ("1", "[`id`]", "[`id`]")
-        project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql())
-        changed_keys = sql_macros().openmirror_changed_keys_sql(
-            target="unused", new_hashes=hashes, previous_hashes=hashes, key_columns=["id"],
-            change_markers="insert_update_delete",
-        )
-        plan = "\n".join(str(row[0]) for row in project.run_sql("explain " + changed_keys.split(" as\n", 1)[1], fetch="all"))
+        plan = self._changed_keys_plan(project, hashes)
         assert "SortMergeJoin" in plan or "ShuffledHashJoin" in plan
         assert "Exchange" not in plan, plan
         assert not re.search(r"\bSort \[", plan), plan
@@ -68,6 +76,9 @@ class TestKeyHashes:
         folder = table_folder(landing_zone, schema, "hashed")
         source = f"select id, a, b, to_json(tags) as tags from {schema}.src"  # published as JSON
         self._run(project, warehouse, BASE)
+        # Spark trusts declared bucket orders only while the diff runs: the session is as before.
+        setting = project.run_sql("set spark.sql.legacy.bucketedTableScan.outputOrdering", fetch="all")
+        assert [str(value) for _, value in setting] == ["false"]
         snapshot_run = self._run_id(warehouse, f"{schema}.hashed")
         assert snapshot_run and self._run_id(warehouse, f"{schema}.hashed__om_hashes") == snapshot_run
         assert warehouse.columns(f"{schema}.hashed") == ["id", "a", "b", "tags"]  # nothing leaks into ref()
@@ -114,9 +125,20 @@ class TestKeyHashes:
         # Hashes in another bucket count than the new ones (as after the table grew past a power
         # of two): Spark shuffles one side of the join, and the changes are as exact.
         rewrite_key_hashes(warehouse, hashes, "id", buckets=4)
-        result = self._run(project, warehouse, changed[:1] + [(2, "'y'", "null", "array('q', 'r')")] + changed[2:])
+        changed[1] = (2, "'y'", "null", "array('q', 'r')")
+        result = self._run(project, warehouse, changed)
         assert (result.adapter_response["inserts"], result.adapter_response["updates"]) == (1, 1)
         assert sorted(file_markers(folder)[-1]) == [0, 1]
+        assert_mirror_equals(warehouse, folder, source)
+
+        # Hashes written before the buckets were sorted (same bucket count, no sort columns): Spark
+        # sorts that side itself, and the changes are as exact.
+        rewrite_key_hashes(warehouse, hashes, "id", buckets=1)
+        assert re.search(r"\bSort \[", self._changed_keys_plan(project, hashes))
+        changed[2] = (3, "'c'", "'d2'", "array('')")
+        result = self._run(project, warehouse, changed)
+        assert (result.adapter_response["inserts"], result.adapter_response["updates"]) == (0, 1)
+        assert sorted(file_markers(folder)[-1]) == [1]
         assert_mirror_equals(warehouse, folder, source)
 
 

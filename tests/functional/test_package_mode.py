@@ -42,6 +42,9 @@ class TestPackageMode(InPackageMode):
         # A first load: staged only, nothing in the table folder until published.
         result = _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
         assert result.adapter_response["code"] == "STAGED"
+        # Spark trusted declared bucket orders only while the diff ran.
+        setting = project.run_sql("set spark.sql.legacy.bucketedTableScan.outputOrdering", fetch="all")
+        assert [str(value) for _, value in setting] == ["false"]
         assert not folder.exists()
         assert manifest_states(landing_zone) == ["staged"]
         assert [r.load for r in publish(landing_zone)] == ["full"]

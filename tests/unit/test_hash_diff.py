@@ -140,7 +140,7 @@ def test_no_buckets_for_collated_string_keys():
     sql = macros.openmirror_key_hashes_sql(
         target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT], properties={}, buckets=0,
     )
-    assert "clustered by" not in sql and "REPARTITION" not in sql
+    assert "clustered by" not in sql and "sorted by" not in sql and "REPARTITION" not in sql
     assert "\nselect `Order_ID`, `line`, xxhash64(" in sql
 
 
@@ -150,3 +150,9 @@ def test_writer_count_follows_the_change_count_and_file_size():
     assert writer_count(ROWS_PER_WRITER + 1, 0) == 2
     assert writer_count(1000, 100) == 10
     assert writer_count(10**9, 0) == MAX_WRITERS
+
+
+def test_sorted_bucket_scans_are_turned_on_and_reset():
+    setting = "spark.sql.legacy.bucketedTableScan.outputOrdering"
+    assert macros.openmirror_sorted_bucket_scans_sql(on=True) == f"set {setting}=true"
+    assert macros.openmirror_sorted_bucket_scans_sql(on=False) == f"reset {setting}"

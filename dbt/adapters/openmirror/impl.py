@@ -7,6 +7,7 @@ same ones a stock Spark connection renders in package mode; Python decides which
 
 import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -339,42 +340,54 @@ class OpenMirrorAdapter(SparkAdapter):
         `relations`: `new` (the output), `previous` (the snapshot), `new_hashes`,
         `previous_hashes` and `changes` (the changed keys of this run).
         """
-        new, previous = str(relations["new"]), str(relations["previous"])
-        if plan.mode != INCREMENTAL:
-            self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+        with self._sorted_bucket_scans():
+            new, previous = str(relations["new"]), str(relations["previous"])
+            if plan.mode != INCREMENTAL:
+                self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+                sql = self._sql(
+                    "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
+                    change_markers=mirror.change_markers, position=mirror.row_marker_position,
+                )
+                writers = hash_diff.writer_count(output_rows, mirror.max_rows_per_file)
+                return {"sql": sql, "writers": writers, "shuffle": False}
+            hashed = hash_diff.hashed_columns(plan.schema, key_columns)
+            signature = self._sql("openmirror_hash_signature", hashed=hashed)
+            if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
+                logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
+                self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+                sql = self._sql(
+                    "openmirror_change_rows_sql", new_relation=new, previous_relation=previous,
+                    columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
+                    key_columns=key_columns, change_markers=mirror.change_markers,
+                    position=mirror.row_marker_position,
+                )
+                return {"sql": sql, "writers": 1, "shuffle": True}
+            changes = relations["changes"]
+            self.drop_relation(changes)
+            self.execute(self._sql(
+                "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations["new_hashes"]),
+                previous_hashes=str(relations["previous_hashes"]), key_columns=key_columns,
+                change_markers=mirror.change_markers,
+            ))
+            self.cache_added(changes)
+            self._check_keys(mirror, changes, key_columns, counted=True)
             sql = self._sql(
-                "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
-                change_markers=mirror.change_markers, position=mirror.row_marker_position,
-            )
-            writers = hash_diff.writer_count(output_rows, mirror.max_rows_per_file)
-            return {"sql": sql, "writers": writers, "shuffle": False}
-        signature = self._sql("openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, key_columns))
-        if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
-            logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
-            self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
-            sql = self._sql(
-                "openmirror_change_rows_sql", new_relation=new, previous_relation=previous,
-                columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
-                key_columns=key_columns, change_markers=mirror.change_markers,
+                "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
+                kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
                 position=mirror.row_marker_position,
             )
-            return {"sql": sql, "writers": 1, "shuffle": True}
-        changes = relations["changes"]
-        self.drop_relation(changes)
-        self.execute(self._sql(
-            "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations["new_hashes"]),
-            previous_hashes=str(relations["previous_hashes"]), key_columns=key_columns,
-            change_markers=mirror.change_markers,
-        ))
-        self.cache_added(changes)
-        self._check_keys(mirror, changes, key_columns, counted=True)
-        sql = self._sql(
-            "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
-            kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
-            position=mirror.row_marker_position,
-        )
-        writers = hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file)
-        return {"sql": sql, "writers": writers, "shuffle": True}
+            writers = hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file)
+            return {"sql": sql, "writers": writers, "shuffle": True}
+
+    @contextmanager
+    def _sorted_bucket_scans(self):
+        """Spark reads the sorted key hashes buckets as sorted while the diff's statements run, and
+        then no longer (see macros/sql/hash_diff.sql), also when the key check fails."""
+        self.execute(self._sql("openmirror_sorted_bucket_scans_sql", on=True))
+        try:
+            yield
+        finally:
+            self.execute(self._sql("openmirror_sorted_bucket_scans_sql", on=False))
 
     def _row_count(self, relation: Any) -> int:
         _, rows = self.execute(self._sql("openmirror_row_count_sql", relation=str(relation)), fetch=True)
