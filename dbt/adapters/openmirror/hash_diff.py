@@ -1,9 +1,9 @@
 """The fast diff's decisions: which columns the key hashes cover, and how many tasks write.
 
 Each run writes its output's key hashes table (the key and a 128-bit hash of each row, bucketed
-and sorted by the key) next to the snapshot; joining it with the snapshot's finds the changed keys. The SQL
-is in macros/sql/hash_diff.sql, with the signature of what the hashes cover. Here: the hashed
-columns, the bucket count and the writer count.
+and sorted by the key) next to the snapshot; joining it with the snapshot's finds the changed
+keys. The SQL is in macros/sql/hash_diff.sql, with the signature of what the hashes cover. Here:
+the hashed columns, the bucket count and the writer count.
 """
 
 import math
