@@ -114,6 +114,12 @@ def findings_for(landing_zone: Path, folder: Path) -> List[str]:
     return [str(f) for f in validate(LocalStorage(landing_zone)) if f.where.startswith(prefix)]
 
 
+def sorted_bucket_scans(project) -> str:
+    """The session's value of the setting the hash diff turns on while it runs (macros/sql/hash_diff.sql)."""
+    [(_, value)] = project.run_sql("set spark.sql.legacy.bucketedTableScan.outputOrdering", fetch="all")
+    return str(value)
+
+
 def rewrite_key_hashes(
     warehouse: Warehouse, hashes: str, key: str, *, hash1_offset: int = 0, run_id: Optional[str] = None,
     buckets: Optional[int] = None,

@@ -12,6 +12,7 @@ from tests.functional.mirror import (
     file_markers,
     rewrite_key_hashes,
     set_source,
+    sorted_bucket_scans,
     table_folder,
     tree_digest,
 )
@@ -77,8 +78,7 @@ class TestKeyHashes:
         source = f"select id, a, b, to_json(tags) as tags from {schema}.src"  # published as JSON
         self._run(project, warehouse, BASE)
         # Spark trusts declared bucket orders only while the diff runs: the session is as before.
-        setting = project.run_sql("set spark.sql.legacy.bucketedTableScan.outputOrdering", fetch="all")
-        assert [str(value) for _, value in setting] == ["false"]
+        assert sorted_bucket_scans(project) == "false"
         snapshot_run = self._run_id(warehouse, f"{schema}.hashed")
         assert snapshot_run and self._run_id(warehouse, f"{schema}.hashed__om_hashes") == snapshot_run
         assert warehouse.columns(f"{schema}.hashed") == ["id", "a", "b", "tags"]  # nothing leaks into ref()

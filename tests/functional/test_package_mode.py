@@ -15,6 +15,7 @@ from tests.functional.mirror import (
     findings_for,
     rewrite_key_hashes,
     set_source,
+    sorted_bucket_scans,
     table_folder,
     tree_digest,
 )
@@ -43,8 +44,7 @@ class TestPackageMode(InPackageMode):
         result = _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)")
         assert result.adapter_response["code"] == "STAGED"
         # Spark trusted declared bucket orders only while the diff ran.
-        setting = project.run_sql("set spark.sql.legacy.bucketedTableScan.outputOrdering", fetch="all")
-        assert [str(value) for _, value in setting] == ["false"]
+        assert sorted_bucket_scans(project) == "false"
         assert not folder.exists()
         assert manifest_states(landing_zone) == ["staged"]
         assert [r.load for r in publish(landing_zone)] == ["full"]
