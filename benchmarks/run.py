@@ -72,6 +72,17 @@ def spark_settings(work: Path, driver_memory: str) -> Dict[str, str]:
     }
 
 
+def start_spark(settings: Dict[str, str]):
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def write_profile(work: Path, settings: Dict[str, str]) -> None:
     session = {"method": "session", "host": "localhost", "schema": "bench", "server_side_parameters": settings}
     profile = {
@@ -195,13 +206,7 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     settings = spark_settings(args.work, args.driver_memory)
     write_profile(args.work, settings)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()  # dbt-spark's session mode gets this same session
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = start_spark(settings)  # dbt-spark's session mode gets this same session
 
     bench = Bench(args.work, spark, variants)
     records: List[Dict] = []
