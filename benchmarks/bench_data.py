@@ -1,5 +1,7 @@
 """Spark SQL for the benchmark's source table and its change rounds (deterministic)."""
 
+from typing import List
+
 COLUMNS = [
     "l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity", "l_extendedprice",
     "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate", "l_commitdate",
@@ -38,3 +40,14 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float) 
         f"union all\n"
         f"select {inserted} from s where picked and kind = 2 and l_orderkey < {INSERTED_KEY_OFFSET}"
     )
+
+
+def change_round_statements(source: str, round_number: int, churn: float) -> List[str]:
+    """The statements that replace `source` by its next round (written next to it, then renamed)."""
+    following = f"{source}_next"
+    return [
+        f"drop table if exists {following}",
+        change_round_sql(source, following, round_number, churn),
+        f"drop table {source}",
+        f"alter table {following} rename to {source}",
+    ]

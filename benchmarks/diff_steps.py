@@ -21,7 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
-from bench_data import change_round_sql, source_sql  # noqa: E402
+from bench_data import change_round_statements, source_sql  # noqa: E402
 from run import generate, spark_settings, start_spark  # noqa: E402
 from tests.sql_macros import sql_macros  # noqa: E402
 
@@ -50,21 +50,17 @@ class Steps:
     def output(self, target: str) -> None:
         self.sql(f"create table {target} using parquet as select * from steps.source")
 
-    def hashes_select(self, relation: str, hint: str = "") -> str:
-        keys = ", ".join(KEYS)
-        hash1, hash2 = (self.macros.openmirror_row_hash(self.hashed, seed) for seed in (1, 2))
-        return f"select {hint}{keys}, {hash1} as h1, {hash2} as h2 from {relation}"
+    def key_hashes_sql(self, target: str, relation: str, buckets: int) -> str:
+        properties = {hash_diff.HASHES_RUN_ID: "diff_steps"}
+        return self.macros.openmirror_key_hashes_sql(target, relation, KEYS, self.hashed, properties, buckets)
 
-    def read_and_hash(self, relation: str) -> None:
-        self.noop(self.hashes_select(relation))
-
-    def shuffle_into_buckets(self, relation: str) -> None:
-        self.noop(self.hashes_select(relation, f"/*+ REPARTITION({self.buckets}, {', '.join(KEYS)}) */ "))
+    def hash_without_writing(self, relation: str, buckets: int) -> None:
+        """The key hashes table's select run to the end with nothing written: with 0 buckets it
+        reads and hashes, with buckets it also shuffles the rows into them."""
+        self.noop(self.key_hashes_sql("unused", relation, buckets).split(" as\n", 1)[1])
 
     def key_hashes(self, target: str, relation: str) -> None:
-        properties = {hash_diff.HASHES_RUN_ID: "diff_steps"}
-        self.sql(self.macros.openmirror_key_hashes_sql(
-            target, relation, KEYS, self.hashed, properties, self.buckets))
+        self.sql(self.key_hashes_sql(target, relation, self.buckets))
 
     def changed_keys(self, target: str, new_hashes: str, previous_hashes: str) -> None:
         self.sql(self.macros.openmirror_sorted_bucket_scans_sql(True))
@@ -109,15 +105,14 @@ def main() -> None:
     steps = Steps(spark, rows)
     steps.output("steps.snapshot")
     steps.key_hashes("steps.snapshot_hashes", "steps.snapshot")
-    spark.sql(change_round_sql("steps.source", "steps.changed", 1, args.churn)).collect()
-    spark.sql("drop table steps.source").collect()
-    spark.sql("alter table steps.changed rename to steps.source").collect()
+    for statement in change_round_statements("steps.source", 1, args.churn):
+        steps.sql(statement)
 
     change_files = (args.work / "change_files").as_uri()
     timed_steps = [
         ("model output (the `table` run's write)", steps.output, "steps.output"),
-        ("read the output and hash it (noop sink)", steps.read_and_hash, "steps.output"),
-        ("the same, shuffled into buckets (noop sink)", steps.shuffle_into_buckets, "steps.output"),
+        ("read the output and hash it (noop sink)", steps.hash_without_writing, "steps.output", 0),
+        ("the same, shuffled into buckets (noop sink)", steps.hash_without_writing, "steps.output", steps.buckets),
         ("key hashes table (shuffle, sort, write)", steps.key_hashes, "steps.hashes", "steps.output"),
         ("changed keys + key check", steps.changed_keys, "steps.changes", "steps.hashes", "steps.snapshot_hashes"),
         ("read back the changed rows, write the change files",

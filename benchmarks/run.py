@@ -28,7 +28,7 @@ from dbt.adapters.openmirror.package_publish import PackagePublisher
 from dbt.adapters.openmirror.storage import LocalStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_data import change_round_sql, source_sql  # noqa: E402
+from bench_data import change_round_statements, source_sql  # noqa: E402
 from bench_measure import Sampler, file_snapshot, written_since  # noqa: E402
 from bench_report import summarize, write_reports  # noqa: E402
 
@@ -121,10 +121,8 @@ class Bench:
         return self.spark.table("bench.lineitem_src").count()
 
     def change(self, round_number: int, churn: float) -> None:
-        self.sql("drop table if exists bench.lineitem_src_next")
-        self.sql(change_round_sql("bench.lineitem_src", "bench.lineitem_src_next", round_number, churn))
-        self.sql("drop table bench.lineitem_src")
-        self.sql("alter table bench.lineitem_src_next rename to bench.lineitem_src")
+        for statement in change_round_statements("bench.lineitem_src", round_number, churn):
+            self.sql(statement)
 
     def run_model(self, variant: str) -> Dict:
         project, model = VARIANTS[variant]
