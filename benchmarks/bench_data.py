@@ -1,4 +1,4 @@
-"""Spark SQL for the benchmark's source table and its change rounds (deterministic)."""
+"""Spark SQL for the benchmark's source tables, its model and its change rounds (deterministic)."""
 
 from typing import List
 
@@ -9,6 +9,19 @@ COLUMNS = [
 ]
 #: Inserted rows get keys above every generated one; each round its own range.
 INSERTED_KEY_OFFSET = 10_000_000_000
+
+#: The benchmarked model, by shape, over the source tables loaded as `bench.<table>_src`.
+#: `projection` publishes the source as it is: the model costs nothing but its write, the worst
+#: case for the diff against `table`. `join` is a typical mart model: every line with columns of
+#: its order (a left join: lines inserted by a change round have no order).
+MODELS = {
+    "projection": ("select * from bench.lineitem_src", ["lineitem"]),
+    "join": (
+        "select l.*, o.o_custkey, o.o_orderstatus, o.o_totalprice, o.o_orderdate, o.o_orderpriority, o.o_clerk\n"
+        "from bench.lineitem_src l left join bench.orders_src o on o.o_orderkey = l.l_orderkey",
+        ["lineitem", "orders"],
+    ),
+}
 
 
 def source_sql(table: str, parquet_uri: str) -> str:

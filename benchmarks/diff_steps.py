@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2, help="Spark's local[n]: how the shares change with cores")
     args = parser.parse_args()
 
-    lineitem = generate(args.rows, args.data)
+    lineitem = generate(args.rows, ["lineitem"], args.data)["lineitem"]
     args.work.mkdir(parents=True, exist_ok=True)
     settings = spark_settings(args.work, args.driver_memory)
     spark = start_spark({**settings, "spark.master": f"local[{args.cores}]"})

@@ -5,10 +5,11 @@ data.
     .venv/bin/python benchmarks/run.py --rows 10000000 --repeat 3
     .venv/bin/python benchmarks/run.py --scaling 1000000,3000000,10000000 --repeat 1
 
-Data: TPC-H `lineitem` from `tpchgen-cli` (scale factor chosen for the row count), loaded as the
-source table; then change rounds at each churn (a third each deleted, updated, inserted; picked
-by hash, so every run of the benchmark changes the same rows). Every round runs the models one
-after the other on the same source. Results go to `--out` as JSON, a markdown table and a PNG.
+Data: TPC-H `lineitem` (and `orders` for `--model join`) from `tpchgen-cli` (scale factor chosen
+for the row count), loaded as source tables; the model is `bench_data.MODELS[--model]`. Then change
+rounds at each churn (a third each deleted, updated, inserted; picked by hash, so every run of the
+benchmark changes the same rows). Every round runs the models one after the other on the same
+source. Results go to `--out` as JSON, a markdown table and a PNG.
 """
 
 import argparse
@@ -28,7 +29,7 @@ from dbt.adapters.openmirror.package_publish import PackagePublisher
 from dbt.adapters.openmirror.storage import LocalStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_data import change_round_statements, source_sql  # noqa: E402
+from bench_data import MODELS, change_round_statements, source_sql  # noqa: E402
 from bench_measure import Sampler, file_snapshot, written_since  # noqa: E402
 from bench_report import summarize, write_reports  # noqa: E402
 
@@ -45,17 +46,19 @@ VARIANTS = {
 DEFAULT_VARIANTS = "table,naive,mirror"
 
 
-def generate(rows: int, data_dir: Path) -> Path:
-    """TPC-H lineitem at the scale factor that gives about `rows` rows (cached per scale)."""
+def generate(rows: int, tables: List[str], data_dir: Path) -> Dict[str, Path]:
+    """TPC-H `tables` at the scale factor that gives about `rows` lineitem rows (cached per scale)."""
     scale = round(rows / SF1_LINEITEM_ROWS, 4)
     target = data_dir / f"sf{scale}"
-    if not (target / "lineitem.parquet").exists():
+    files = {table: target / f"{table}.parquet" for table in tables}
+    missing = [table for table, path in files.items() if not path.exists()]
+    if missing:
         tpchgen = Path(sys.executable).with_name("tpchgen-cli")
         subprocess.run(
-            [str(tpchgen), "parquet", "-s", str(scale), "--tables=lineitem", f"--output-dir={target}"],
+            [str(tpchgen), "parquet", "-s", str(scale), f"--tables={','.join(missing)}", f"--output-dir={target}"],
             check=True,
         )
-    return target / "lineitem.parquet"
+    return files
 
 
 def spark_settings(work: Path, driver_memory: str) -> Dict[str, str]:
@@ -96,10 +99,11 @@ def write_profile(work: Path, settings: Dict[str, str]) -> None:
 
 
 class Bench:
-    def __init__(self, work: Path, spark, variants: List[str]) -> None:
+    def __init__(self, work: Path, spark, variants: List[str], model_sql: str) -> None:
         self.work = work
         self.spark = spark
         self.variants = variants
+        self.model_sql = model_sql
         self.dbt = dbtRunner()
         self.package_landing_zone = work / "landing_zone_package"
         self.watched = [work / "warehouse", work / "landing_zone", work / "naive_out", self.package_landing_zone]
@@ -111,14 +115,16 @@ class Bench:
     def sql(self, statement: str) -> None:
         self.spark.sql(statement).collect()
 
-    def reset(self, lineitem: Path) -> int:
+    def reset(self, sources: Dict[str, Path]) -> int:
+        """A fresh database with the `sources` loaded; returns the model's row count."""
         self.sql("drop database if exists bench cascade")
         self.sql("create database bench")
         for folder in self.watched:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
-        self.sql(source_sql("bench.lineitem_src", lineitem.as_uri()))
-        return self.spark.table("bench.lineitem_src").count()
+        for table, path in sources.items():
+            self.sql(source_sql(f"bench.{table}_src", path.as_uri()))
+        return self.spark.sql(self.model_sql).count()
 
     def change(self, round_number: int, churn: float) -> None:
         for statement in change_round_statements("bench.lineitem_src", round_number, churn):
@@ -126,7 +132,10 @@ class Bench:
 
     def run_model(self, variant: str) -> Dict:
         project, model = VARIANTS[variant]
-        variables = {"naive_out": str(self.work / "naive_out"), "openmirror_landing_zone": str(self.package_landing_zone)}
+        variables = {
+            "model_sql": self.model_sql, "naive_out": str(self.work / "naive_out"),
+            "openmirror_landing_zone": str(self.package_landing_zone),
+        }
         args = [
             "run", "--select", model, "--project-dir", str(project),
             "--profiles-dir", str(self.work), "--vars", json.dumps(variables),
@@ -167,8 +176,8 @@ class Bench:
         return records
 
 
-def benchmark_size(bench: Bench, lineitem: Path, churns: List[float], repeat: int) -> List[Dict]:
-    rows = bench.reset(lineitem)
+def benchmark_size(bench: Bench, sources: Dict[str, Path], churns: List[float], repeat: int) -> List[Dict]:
+    rows = bench.reset(sources)
     records = bench.round(rows, "initial", 0.0, bench.variants)
     round_number = 0
     for churn in churns:
@@ -190,6 +199,7 @@ def main() -> None:
     parser.add_argument("--churn", default="0,0.001,0.01,0.1", help="fractions of rows changed per round")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per churn (medians are reported)")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated, of {', '.join(VARIANTS)}")
+    parser.add_argument("--model", choices=list(MODELS), default="projection", help="the benchmarked model's shape")
     parser.add_argument("--work", type=Path, default=Path("/tmp/openmirror-bench"))
     parser.add_argument("--data", type=Path, default=Path("/tmp/openmirror-bench-data"))
     parser.add_argument("--driver-memory", default="4g")
@@ -199,14 +209,15 @@ def main() -> None:
     sizes = [int(s) for s in args.scaling.split(",")] if args.scaling else [args.rows]
     churns = [float(c) for c in args.churn.split(",")]
     variants = args.variants.split(",")
-    inputs = {rows: generate(rows, args.data) for rows in sizes}
+    model_sql, tables = MODELS[args.model]
+    inputs = {rows: generate(rows, tables, args.data) for rows in sizes}
 
     args.work.mkdir(parents=True, exist_ok=True)
     settings = spark_settings(args.work, args.driver_memory)
     write_profile(args.work, settings)
     spark = start_spark(settings)  # dbt-spark's session mode gets this same session
 
-    bench = Bench(args.work, spark, variants)
+    bench = Bench(args.work, spark, variants, model_sql)
     records: List[Dict] = []
     for rows in sizes:
         records += benchmark_size(bench, inputs[rows], churns, args.repeat)
@@ -223,6 +234,8 @@ def main() -> None:
     name = f"scaling-{'-'.join(map(str, sizes))}" if args.scaling else f"rows-{sizes[0]}"
     if args.variants != DEFAULT_VARIANTS:
         name += f"-{'-'.join(variants)}"
+    if args.model != "projection":
+        name += f"-{args.model}"
     write_reports(args.out, name, environment, records, summarize(records))
 
 

@@ -1,3 +1,3 @@
 -- (d) open_mirror in package mode (stages; the benchmark then publishes).
 {{ config(materialized='open_mirror', unique_key=['l_orderkey', 'l_linenumber'], mirror_schema='bench') }}
-select * from bench.lineitem_src
+{{ var('model_sql') }}

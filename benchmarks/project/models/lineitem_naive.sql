@@ -1,3 +1,3 @@
 -- (b) A change file diffed by hand: EXCEPT both ways over whole rows of the previous snapshot.
 {{ config(materialized='naive_diff', unique_key=['l_orderkey', 'l_linenumber']) }}
-select * from {{ source('bench', 'lineitem_src') }}
+{{ var('model_sql') }}

@@ -1,3 +1,3 @@
 -- (a) The floor: dbt-spark's plain `table` materialization of the model.
 {{ config(materialized='table', file_format='parquet') }}
-select * from {{ source('bench', 'lineitem_src') }}
+{{ var('model_sql') }}
