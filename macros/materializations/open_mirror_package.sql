@@ -59,7 +59,6 @@
   {%- set output_rows = om.openmirror_row_count(new_relation) -%}
   {%- if settings.key_hashes -%}
     {%- do om.openmirror_write_key_hashes(new_relation, output_rows, new_hashes, key_columns, hashed, run_id, columns) -%}
-    {%- call statement('openmirror_sorted_bucket_scans') -%}{{ om.openmirror_sorted_bucket_scans_sql(true) }}{%- endcall -%}
   {%- endif -%}
   {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 
@@ -87,26 +86,22 @@
   {#- Keys are checked before anything is staged: while joining the key hashes (counted), or on
       every row. -#}
   {%- if load == 'full' -%}
-    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false) -%}
+    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
   {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
     {%- do adapter.drop_relation(changes_relation) -%}
-    {%- call statement('openmirror_changed_keys') -%}
-      {{ om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes, key_columns, settings.change_markers) }}
-    {%- endcall -%}
-    {%- do om.openmirror_check_keys(changes_relation, key_columns, true) -%}
+    {%- do om.openmirror_diff_query(om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes,
+        key_columns, settings.change_markers), true) -%}
+    {%- do om.openmirror_check_keys(changes_relation, key_columns, true, true) -%}
     {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, columns, plan.kept, key_columns,
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
-    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false) -%}
+    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = 1, true -%}
-  {%- endif -%}
-  {%- if settings.key_hashes -%}
-    {%- call statement('openmirror_sorted_bucket_scans_reset') -%}{{ om.openmirror_sorted_bucket_scans_sql(false) }}{%- endcall -%}
   {%- endif -%}
 
   {#- 3. Spark stages the change rows where the mirror does not look; the manifest records them. -#}

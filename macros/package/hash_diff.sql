@@ -58,6 +58,18 @@
       and properties.get('openmirror.hash_columns') == om.openmirror_hash_signature(hashed)) }}
 {%- endmacro -%}
 
+{#- Runs one of the diff's queries, over key hashes tables with sorted bucket scans on (`sorted_buckets`,
+    macros/sql/hash_diff.sql). They are off again before the caller can fail on the result: Jinja
+    has no `finally`, so a failed key check must not leave them on for the invocation's later models. -#}
+{%- macro openmirror_diff_query(sql, sorted_buckets) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- if not sorted_buckets -%}{{ return(run_query(sql)) }}{%- endif -%}
+  {%- do run_query(om.openmirror_sorted_bucket_scans_sql(true)) -%}
+  {%- set result = run_query(sql) -%}
+  {%- do run_query(om.openmirror_sorted_bucket_scans_sql(false)) -%}
+  {{ return(result) }}
+{%- endmacro -%}
+
 {#- After the output became the snapshot, its key hashes become the snapshot's. -#}
 {%- macro openmirror_replace_key_hashes(new_hashes, previous_hashes, changes) -%}
   {%- do adapter.drop_relation(previous_hashes) -%}

@@ -32,10 +32,11 @@
 {%- endmacro -%}
 
 {#- Fail on the first NULL or duplicated key, before anything is staged: in the output's key hashes,
-    or (`counted`) in the changed keys, which carry each key's row count. -#}
-{%- macro openmirror_check_keys(relation, key_columns, counted) -%}
+    or (`counted`) in the changed keys, which carry each key's row count. `sorted_buckets`: the
+    relation is a key hashes table (openmirror_diff_query). -#}
+{%- macro openmirror_check_keys(relation, key_columns, counted, sorted_buckets) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set problems = run_query(om.openmirror_key_problems_sql(relation, key_columns, counted)) -%}
+  {%- set problems = om.openmirror_diff_query(om.openmirror_key_problems_sql(relation, key_columns, counted), sorted_buckets) -%}
   {%- for problem in problems.rows -%}
     {%- if problem[0] == 'NULL' -%}
       {%- do om.openmirror_fail("unique_key " ~ key_columns ~ " has NULL values, e.g. the row with "

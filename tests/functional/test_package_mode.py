@@ -97,10 +97,22 @@ class TestPackageMode(InPackageMode):
         results = run_dbt(["run"], expect_pass=False)
         message = results[0].message
         assert "Model 'customers'" in message and "['id'] is not unique: id=1 appears in 2 rows" in message
+        # A failed key check leaves no setting behind for the invocation's later models.
+        assert sorted_bucket_scans(project) == "false"
         set_source(warehouse, project.test_schema,
                    f"select * from values (1, 'a', 1), (null, 'b', 2) {COLUMNS}")
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] has NULL values, e.g. the row with id=NULL" in message
+        assert tree_digest(landing_zone) == before
+
+        # Against a snapshot, keys are checked in the changed-keys join.
+        _stage(project, warehouse, "(1, 'a', 1), (2, 'c', 3)")
+        before = tree_digest(landing_zone)
+        set_source(warehouse, project.test_schema,
+                   f"select * from values (1, 'a', 1), (2, 'b', 2), (2, 'c', 3) {COLUMNS}")
+        message = run_dbt(["run"], expect_pass=False)[0].message
+        assert "['id'] is not unique: id=2 appears in 2 rows" in message
+        assert sorted_bucket_scans(project) == "false"
         assert tree_digest(landing_zone) == before
 
     def test_the_next_run_settles_an_interrupted_one(self, project, warehouse, landing_zone):
