@@ -93,7 +93,7 @@
     {%- do adapter.drop_relation(changes_relation) -%}
     {%- do om.openmirror_diff_query(om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes,
         key_columns, settings.change_markers), true) -%}
-    {%- do om.openmirror_check_keys(changes_relation, key_columns, true, true) -%}
+    {%- do om.openmirror_check_keys(changes_relation, key_columns, true, false) -%}
     {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, columns, plan.kept, key_columns,
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
