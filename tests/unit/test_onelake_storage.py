@@ -231,3 +231,12 @@ def test_a_folder_that_never_goes_away_is_a_clear_error(dfs, root):
         storage.delete_folder("t")
     with pytest.raises(Exception, match="refusing to delete the landing zone root"):
         storage.delete_folder("")
+
+
+def test_last_modified_is_the_services_time_of_the_write(dfs, root, storage):
+    storage.write_text("t/a.json", "{}", create_only=True)
+    written = on_disk(dfs, root, "t/a.json").stat().st_mtime
+    # HTTP dates carry whole seconds.
+    assert storage.last_modified("t/a.json") == pytest.approx(written, abs=1.0)
+    with pytest.raises(FileNotFoundError):
+        storage.last_modified("t/missing.json")

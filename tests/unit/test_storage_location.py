@@ -1,8 +1,10 @@
+import os
+
 import pytest
 
 from dbt.adapters.openmirror.credentials import OpenMirrorCredentials
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
-from dbt.adapters.openmirror.storage import local_root
+from dbt.adapters.openmirror.storage import LocalStorage, local_root
 
 
 def test_paths_and_file_urls(tmp_path):
@@ -39,3 +41,12 @@ def test_credentials_type_and_resolved_landing_zone(tmp_path):
 def test_credentials_require_a_landing_zone():
     with pytest.raises(LandingZoneConfigError, match="Must specify `landing_zone`"):
         _credentials()
+
+
+def test_local_last_modified_is_the_files_mtime(tmp_path):
+    storage = LocalStorage(tmp_path)
+    storage.write_text("t/a.json", "{}", create_only=True)
+    os.utime(tmp_path / "t" / "a.json", (1_700_000_000, 1_700_000_000))
+    assert storage.last_modified("t/a.json") == 1_700_000_000
+    with pytest.raises(FileNotFoundError):
+        storage.last_modified("t/missing.json")

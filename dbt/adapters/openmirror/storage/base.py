@@ -53,6 +53,11 @@ class LandingZoneStorage(ABC):
     def size(self, path: str) -> int: ...
 
     @abstractmethod
+    def last_modified(self, path: str) -> float:
+        """When `path` was last written, in seconds since the epoch, by the storage's own clock
+        (FileNotFoundError when it does not exist)."""
+
+    @abstractmethod
     def delete_file(self, path: str) -> None:
         """Delete one file; nothing happens when it does not exist."""
 

@@ -96,6 +96,9 @@ class FaultInjectingStorage(LandingZoneStorage):
     def size(self, path: str) -> int:
         return self.inner.size(path)
 
+    def last_modified(self, path: str) -> float:
+        return self.inner.last_modified(path)
+
     def delete_file(self, path: str) -> None:
         self.injector.checkpoint(f"delete {path}")
         self.inner.delete_file(path)

@@ -90,6 +90,9 @@ class LocalStorage(LandingZoneStorage):
     def size(self, path: str) -> int:
         return self._resolve(path).stat().st_size
 
+    def last_modified(self, path: str) -> float:
+        return self._resolve(path).stat().st_mtime
+
     def delete_file(self, path: str) -> None:
         self._resolve(path).unlink(missing_ok=True)
 

@@ -178,6 +178,14 @@ class OneLakeStorage(LandingZoneStorage):
         except ResourceNotFoundError:
             raise FileNotFoundError(f"{self.location}/{path}") from None
 
+    def last_modified(self, path: str) -> float:
+        client = self._filesystem.get_file_client(self._full(path))
+        try:
+            properties = self._call(f"reading the time of {path}", client.get_file_properties)
+        except ResourceNotFoundError:
+            raise FileNotFoundError(f"{self.location}/{path}") from None
+        return properties.last_modified.timestamp()
+
     def open_read(self, path: str) -> BinaryIO:
         client = self._filesystem.get_file_client(self._full(path))
         size = self.size(path)
