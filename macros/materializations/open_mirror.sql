@@ -17,6 +17,7 @@
       'max_rows_per_file': config.get('max_rows_per_file'),
       'lease_ttl_seconds': config.get('lease_ttl_seconds'),
       'lease_wait_seconds': config.get('lease_wait_seconds'),
+      'rebuild_wait_seconds': config.get('rebuild_wait_seconds'),
       'on_schema_change': config.get('on_schema_change') if 'on_schema_change' in model.unrendered_config else none,
   }) -%}
   {%- set full_refresh = should_full_refresh() -%}
@@ -48,13 +49,14 @@
     {{ create_table_as(False, new_relation, compiled_code) }}
   {%- endcall -%}
   {%- set new_columns = adapter.get_columns_in_relation(new_relation) -%}
-  {%- set key_columns = adapter.openmirror_key_columns(mirror, new_columns) -%}
+  {%- set model_keys = adapter.openmirror_key_columns(mirror, new_columns) -%}
 
   {#- 2. A change file against the snapshot, or a full load when they cannot be trusted. -#}
   {%- set previous_columns = adapter.get_columns_in_relation(existing_relation) if existing_relation is not none else none -%}
   {%- set state = adapter.openmirror_table_state(mirror) -%}
   {%- set snapshot = adapter.openmirror_snapshot_record(existing_relation) -%}
-  {%- set plan = adapter.openmirror_plan_run(mirror, key_columns, state, snapshot, full_refresh, previous_columns, new_columns) -%}
+  {%- set plan = adapter.openmirror_plan_run(mirror, target_relation, model_keys, state, snapshot, full_refresh, previous_columns, new_columns) -%}
+  {%- set key_columns = plan.key_columns -%}
   {%- do adapter.openmirror_drop_ignored_columns(new_relation, plan) -%}
   {%- set output_rows = adapter.openmirror_key_hashes(mirror, plan, new_relation, new_hashes, key_columns, run_id) -%}
   {%- set relations = {
@@ -73,9 +75,9 @@
   {%- call statement('stage_change_rows') -%}
     {{ adapter.openmirror_write_sql(mirror, staging.uri, change_rows) }}
   {%- endcall -%}
-  {%- set counts = adapter.openmirror_marker_counts(staging.uri) -%}
+  {%- set counts = adapter.openmirror_marker_counts(mirror, plan, staging.uri) -%}
   {%- do adapter.openmirror_land_staged_files(staging) -%}
-  {%- set pending = adapter.openmirror_prepare(mirror, key_columns, staging, state, plan, counts, run_id) -%}
+  {%- set pending = adapter.openmirror_prepare(mirror, plan, staging, state, counts, run_id, target_relation) -%}
 
   {#- 4. The output records the number it will match, then is published and becomes the snapshot. -#}
   {%- set keep_columns = adapter.openmirror_keep_columns_sql(new_relation, plan) -%}
@@ -83,7 +85,7 @@
     {%- call statement('keep_dropped_columns') -%}{{ keep_columns }}{%- endcall -%}
   {%- endif -%}
   {%- call statement('record_snapshot') -%}
-    {{ adapter.openmirror_snapshot_record_sql(new_relation, mirror, pending) }}
+    {{ adapter.openmirror_snapshot_record_sql(new_relation, mirror, plan, pending) }}
   {%- endcall -%}
   {%- set published = adapter.openmirror_publish(mirror, pending, relations) -%}
   {%- do adapter.openmirror_release_lease(mirror) -%}

@@ -62,44 +62,64 @@
   {%- endif -%}
   {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 
-  {#- 2. Changes against the snapshot, or a full load when there is none to trust. -#}
-  {%- set load, reason, plan = 'incremental', '', {'kept': [], 'added': []} -%}
+  {#- 2. Changes against the snapshot, or a full load when there is none to trust. The snapshot
+      records the landing zone and folder it was staged for, and the names published. -#}
+  {%- set load, reason, plan = 'incremental', '', {'columns': columns, 'kept': [], 'added': [], 'respelled': []} -%}
+  {%- set published_names = fromjson(snapshot.get('openmirror.published_columns', 'null')) -%}
+  {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) if existing_relation is not none else [] -%}
+  {%- set spelling = om.openmirror_published_spelling(published_names, previous) -%}
+  {%- set published_keys = [] -%}
+  {%- for key in key_columns -%}{%- do published_keys.append(spelling.get(key | lower, key)) -%}{%- endfor -%}
   {%- if existing_relation is none -%}
     {%- set load, reason = 'full', 'first publish' -%}
   {%- elif full_refresh -%}
     {%- set load, reason = 'full', '--full-refresh' -%}
   {%- elif not snapshot_run -%}
     {%- set load, reason = 'full', 'no snapshot records a staged run' -%}
-  {%- elif snapshot.get('openmirror.key_columns') != key_list -%}
-    {%- do om.openmirror_fail("unique_key is now " ~ key_columns ~ " but the mirrored table was published with "
+  {%- elif snapshot.get('openmirror.key_columns') != tojson(published_keys) -%}
+    {%- do om.openmirror_fail("unique_key is now " ~ published_keys ~ " but the mirrored table was published with "
         ~ snapshot.get('openmirror.key_columns') ~ ". The mirror can never change a table's key in place; "
         ~ "run with --full-refresh to rebuild the mirrored table with the new key.") -%}
+  {%- elif snapshot.get('openmirror.landing_zone', settings.landing_zone) != settings.landing_zone -%}
+    {%- set load, reason = 'full', 'the snapshot was staged for ' ~ snapshot.get('openmirror.landing_zone') ~ '/'
+        ~ snapshot.get('openmirror.table_folder') ~ ', not for ' ~ settings.landing_zone ~ '/' ~ settings.table_folder -%}
   {%- elif snapshot.get('openmirror.table_folder') != settings.table_folder -%}
     {%- set load, reason = 'full', 'the snapshot was published to ' ~ snapshot.get('openmirror.table_folder') -%}
   {%- else -%}
-    {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) -%}
-    {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change) -%}
+    {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change, published_names) -%}
     {%- if plan.rebuild_reason -%}
       {%- set load, reason = 'full', "on_schema_change='sync_all_columns': " ~ plan.rebuild_reason -%}
+      {%- set plan = {'columns': columns, 'kept': [], 'added': [], 'respelled': []} -%}
+    {%- else -%}
+      {%- set key_columns = published_keys -%}
+      {%- set key_list = tojson(key_columns) -%}
     {%- endif -%}
+  {%- endif -%}
+  {%- for old, new in plan.respelled -%}
+    {%- do exceptions.warn("Model '" ~ model.name ~ "': column '" ~ new ~ "' is published as '" ~ old ~ "', the "
+        ~ "spelling the mirrored table has (column names are case-insensitive there and a table holds one "
+        ~ "spelling); on_schema_change='sync_all_columns' rebuilds the table to take the new spelling") -%}
+  {%- endfor -%}
+  {%- if load == 'full' and reason not in ('first publish', '--full-refresh') -%}
+    {%- do exceptions.warn("Model '" ~ model.name ~ "': staging " ~ settings.table_folder ~ " in full: " ~ reason) -%}
   {%- endif -%}
   {#- Keys are checked before anything is staged: while joining the key hashes (counted), or on
       every row. -#}
   {%- if load == 'full' -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes) -%}
-    {%- set change_rows = om.openmirror_initial_load_sql(new_relation, columns, [], settings.change_markers, settings.row_marker_position) -%}
+    {%- set change_rows = om.openmirror_initial_load_sql(new_relation, plan.columns, [], settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
   {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
     {%- do adapter.drop_relation(changes_relation) -%}
     {%- do om.openmirror_diff_query(om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes,
         key_columns, settings.change_markers), true) -%}
     {%- do om.openmirror_check_keys(changes_relation, key_columns, true, false) -%}
-    {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, columns, plan.kept, key_columns,
+    {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, plan.columns, plan.kept, key_columns,
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes) -%}
-    {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, columns, plan.kept, plan.added,
+    {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, plan.columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = 1, true -%}
   {%- endif -%}
@@ -113,7 +133,8 @@
         settings.parquet_compression, settings.max_rows_per_file, writers, shuffle) }}
   {%- endcall -%}
   {%- set counts = {} -%}
-  {%- for row in run_query(om.openmirror_marker_counts_sql(settings.landing_zone ~ '/' ~ staged_folder)).rows -%}
+  {%- for row in run_query(om.openmirror_marker_counts_sql(settings.landing_zone ~ '/' ~ staged_folder,
+      load == 'full', settings.change_markers)).rows -%}
     {%- do counts.update({row[0] | string: row[1] | int}) -%}
   {%- endfor -%}
   {%- set run = {
@@ -130,8 +151,9 @@
   {%- endif -%}
   {%- call statement('record_snapshot') -%}
     {{ om.openmirror_snapshot_record_sql(new_relation, {
-        'openmirror.staged_run_id': run_id, 'openmirror.table_folder': settings.table_folder,
-        'openmirror.key_columns': key_list}) }}
+        'openmirror.staged_run_id': run_id, 'openmirror.landing_zone': settings.landing_zone,
+        'openmirror.table_folder': settings.table_folder, 'openmirror.key_columns': key_list,
+        'openmirror.published_columns': tojson((plan.columns + plan.kept) | map(attribute='published_name') | list)}) }}
   {%- endcall -%}
   {%- if existing_relation is not none -%}
     {{ adapter.rename_relation(existing_relation, backup_relation) }}

@@ -1,15 +1,21 @@
 {#- A full load, and the diff of whole rows against the snapshot (no key hashes needed). -#}
 
-{#- Every row of the model as a new row: the first file of a table folder. -#}
+{#- Every row of the model as a new row: the first file of a table folder. Insert-only, so
+    without `__rowMarker__` (the service's direct staging path takes marker-free files), unless
+    change_markers='upsert' asks that no file, applied twice, can duplicate rows. -#}
 {%- macro openmirror_initial_load_sql(relation, columns, kept, change_markers, position) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set select_list = [] -%}
   {%- for column in columns -%}
-    {%- do select_list.append(om.openmirror_published_value(om.openmirror_quote(column.name), column) ~ ' as ' ~ om.openmirror_quote(column.name)) -%}
+    {%- do select_list.append(om.openmirror_published_value(om.openmirror_quote(column.name), column) ~ ' as ' ~ om.openmirror_quote(column.published_name)) -%}
   {%- endfor -%}
   {%- for column in kept -%}{%- do select_list.append(om.openmirror_null_of(column)) -%}{%- endfor -%}
 select
+{%- if om.openmirror_full_load_marked(change_markers) == 'True' %}
   {{ om.openmirror_with_marker(select_list, 'cast(' ~ om.openmirror_new_marker(change_markers) ~ ' as int)', position) }}
+{%- else %}
+  {{ select_list | join(',\n  ') }}
+{%- endif %}
 from {{ relation }}
 {%- endmacro -%}
 
@@ -26,10 +32,11 @@ from {{ relation }}
   {%- set unchanged = [] -%}
   {%- for column in columns -%}
     {%- set name = om.openmirror_quote(column.name) -%}
+    {%- set published = om.openmirror_quote(column.published_name) -%}
     {%- if column.name | lower in keys -%}
-      {%- do select_list.append(om.openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ name) -%}
+      {%- do select_list.append(om.openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ published) -%}
     {%- else -%}
-      {%- do select_list.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do select_list.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ published) -%}
       {%- if column.name | lower in added_names -%}
         {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
       {%- else -%}

@@ -102,11 +102,13 @@ where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__o
   {%- set deleted = [] -%}
   {%- for column in columns -%}
     {%- set name = om.openmirror_quote(column.name) -%}
+    {%- set published = om.openmirror_quote(column.published_name) -%}
     {%- if column.name | lower in keys -%}
-      {%- do present.append('c.' ~ name ~ ' as ' ~ name) -%}
-      {%- do deleted.append(name) -%}
+      {#- Keys go through the published conversion too (a struct key is JSON text in every file). -#}
+      {%- do present.append(om.openmirror_published_value('c.' ~ name, column) ~ ' as ' ~ published) -%}
+      {%- do deleted.append(om.openmirror_published_value(name, column) ~ ' as ' ~ published) -%}
     {%- else -%}
-      {%- do present.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ name) -%}
+      {%- do present.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ published) -%}
       {%- do deleted.append(om.openmirror_null_of(column)) -%}
     {%- endif -%}
   {%- endfor -%}

@@ -27,6 +27,12 @@
 
 {%- macro openmirror_delete_marker() -%}2{%- endmacro -%}
 
+{#- Whether a full load carries `__rowMarker__`: only upserts need it (a marker-free row is an
+    INSERT, and INSERTs applied twice duplicate). Renders 'True' or 'False'. -#}
+{%- macro openmirror_full_load_marked(change_markers) -%}
+  {{ change_markers == 'upsert' }}
+{%- endmacro -%}
+
 {#- The value a Parquet file carries: complex values travel as JSON text (maps have no equality
     in Spark, and JSON text compares every complex type the same way). -#}
 {%- macro openmirror_published_value(expression, column) -%}
@@ -35,7 +41,7 @@
 
 {%- macro openmirror_null_of(column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  cast(null as {{ column.published_type }}) as {{ om.openmirror_quote(column.name) }}
+  cast(null as {{ column.published_type }}) as {{ om.openmirror_quote(column.published_name) }}
 {%- endmacro -%}
 
 {#- The select list with `__rowMarker__` first or last. -#}

@@ -19,11 +19,16 @@ select /*+ {{ 'REPARTITION' if shuffle else 'COALESCE' }}({{ writers | int }}) *
 ) change_rows
 {%- endmacro -%}
 
-{#- Rows per marker in the staged files; Spark reads only the marker column. -#}
-{%- macro openmirror_marker_counts_sql(uri) -%}
+{#- Rows per marker in the staged files; Spark reads only the marker column. A full load's rows
+    are all new (and may carry no marker column): they are counted from the footers. -#}
+{%- macro openmirror_marker_counts_sql(uri, full_load, change_markers) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+{%- if full_load -%}
+select {{ om.openmirror_new_marker(change_markers) }} as marker, count(*) as row_count from parquet.{{ om.openmirror_quote(uri) }}
+{%- else -%}
 select `__rowMarker__` as marker, count(*) as row_count
 from parquet.{{ om.openmirror_quote(uri) }} group by `__rowMarker__`
+{%- endif -%}
 {%- endmacro -%}
 
 {%- macro openmirror_row_count_sql(relation) -%}

@@ -84,8 +84,19 @@ def assert_mirror_equals(warehouse, folder: Path, expected_sql: str) -> List[Dic
 
 
 def file_markers(folder: Path) -> List[List[int]]:
-    """Each data file's row markers, in file order."""
-    return [pq.read_table(p).column("__rowMarker__").to_pylist() for p in data_files(folder)]
+    """Each data file's row markers, in file order; a file without the marker column is all
+    INSERTs (0), as the mirror reads it."""
+    markers = []
+    for path in data_files(folder):
+        table = pq.read_table(path)
+        marked = "__rowMarker__" in table.column_names
+        markers.append(table.column("__rowMarker__").to_pylist() if marked else [0] * table.num_rows)
+    return markers
+
+
+def marked_files(folder: Path) -> List[bool]:
+    """Whether each data file, in file order, carries a `__rowMarker__` column."""
+    return ["__rowMarker__" in pq.read_schema(path).names for path in data_files(folder)]
 
 
 def tree_digest(root: Path) -> Dict[str, str]:

@@ -19,6 +19,8 @@ BAD_MODELS = {
     "escaping_schema.sql": _model("unique_key='id', mirror_schema='a/b'"),
     "hidden_table.sql": _model("unique_key='id', mirror_table='_staging'"),
     "rekeyed.sql": _model("unique_key=var('key', 'id')"),
+    "map_key.sql": "{{ config(materialized='open_mirror', unique_key='m') }}\n"
+    "select map('r', region) as m, id from {{ target.schema }}.src",
 }
 
 
@@ -47,6 +49,7 @@ class TestBadInput:
             ("escaping_table", ["'escaping_table'", "mirror_table", "'../outside'"]),
             ("escaping_schema", ["'escaping_schema'", "mirror_schema", "'a/b'"]),
             ("hidden_table", ["'hidden_table'", "'_staging'", "ignored by the mirror"]),
+            ("map_key", ["'map_key'", "'m'", "map<string,string>"]),
         ],
     )
     def test_config_and_name_errors(self, project, landing_zone, model, expected):

@@ -12,6 +12,7 @@ from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
+    marked_files,
     findings_for,
     model_output,
     set_source,
@@ -65,6 +66,8 @@ class TestChangeSequence:
                 [f"{len(expected_files):020d}.parquet"] if markers is not None else []
             )
         assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
+        # The full load is insert-only, without a marker column; every change file carries it.
+        assert marked_files(folder) == [False, True, True, True]
 
     def test_run_reports_counts_and_file(self, project, warehouse, landing_zone):
         schema = project.test_schema
@@ -73,7 +76,7 @@ class TestChangeSequence:
         folder = table_folder(landing_zone, schema, "customers")
         last = sorted(p.name for p in folder.glob("*.parquet"))[-1]
         assert (response["inserts"], response["updates"], response["deletes"]) == (1, 1, 1)
-        assert response["_message"] == f"+1 ~1 -1 -> {last}"
+        assert response["_message"] == f"+1 ~1 -1 -> {schema}.schema/customers/{last}"
         assert response["rows_affected"] == 3
 
 

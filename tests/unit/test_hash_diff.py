@@ -120,8 +120,52 @@ def test_changed_rows_read_back_only_changed_keys():
     assert "to_json(n.`tags`) as `tags`" in present
     assert "cast(null as string) as `my ``odd`` name`" in present
     # Deleted keys carry the key and NULLs, in the same column order.
-    assert "`Order_ID`,\n  `line`,\n  cast(null as string) as `tags`" in deleted
+    assert "`Order_ID` as `Order_ID`,\n  `line` as `line`,\n  cast(null as string) as `tags`" in deleted
     assert deleted.rstrip().endswith("from s.t__c where `__rowMarker__` = 2")
+
+
+def test_complex_keys_are_published_as_json_in_every_file():
+    """A struct key is JSON text in a full load, so it must be in change and delete rows too:
+    otherwise the mirror sees its type change at file 2."""
+    key = ColumnSpec("k", "struct<a:int,b:string>")
+    plan = SchemaPlan(columns=[key, NAME])
+    present, deleted = macros.openmirror_changed_rows_sql(
+        new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=[], key_columns=["k"],
+        change_markers="insert_update_delete", position="last",
+    ).split("union all")
+    assert "to_json(c.`k`) as `k`" in present and "to_json(`k`) as `k`" in deleted
+    whole_rows = macros.openmirror_change_rows_sql(
+        new_relation="s.new", previous_relation="s.old", columns=plan.columns, kept=[], added=[],
+        key_columns=["k"], change_markers="insert_update_delete", position="last",
+    )
+    assert "to_json(coalesce(n.`k`, o.`k`)) as `k`" in whole_rows
+    initial = macros.openmirror_initial_load_sql(
+        relation="s.new", columns=plan.columns, kept=[], change_markers="insert_update_delete", position="last",
+    )
+    assert "to_json(`k`) as `k`" in initial
+
+
+def test_columns_are_published_under_the_spelling_the_mirror_has():
+    respelled = ColumnSpec("name", "string", published_as="Name")
+    key = ColumnSpec("id", "int", published_as="ID")
+    kept = ColumnSpec("Gone", "int", published_as="GONE")
+    plan = SchemaPlan(columns=[key, respelled], kept=[kept])
+    present, deleted = macros.openmirror_changed_rows_sql(
+        new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=plan.kept, key_columns=["ID"],
+        change_markers="insert_update_delete", position="last",
+    ).split("union all")
+    assert "c.`id` as `ID`" in present and "n.`name` as `Name`" in present
+    assert "cast(null as int) as `GONE`" in present
+    assert "`id` as `ID`" in deleted and "cast(null as string) as `Name`" in deleted
+    whole_rows = macros.openmirror_change_rows_sql(
+        new_relation="s.new", previous_relation="s.old", columns=plan.columns, kept=plan.kept, added=[],
+        key_columns=["ID"], change_markers="insert_update_delete", position="last",
+    )
+    assert "coalesce(n.`id`, o.`id`) as `ID`" in whole_rows and "n.`name` as `Name`" in whole_rows
+    initial = macros.openmirror_initial_load_sql(
+        relation="s.new", columns=plan.columns, kept=[], change_markers="insert_update_delete", position="last",
+    )
+    assert "`name` as `Name`" in initial
 
 
 def test_bucket_count_is_a_power_of_two_by_rows():

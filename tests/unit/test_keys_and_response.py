@@ -1,8 +1,9 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
-from dbt.adapters.openmirror.keys import raise_key_problems, resolve_key_columns
+from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.response import publish_response
+from dbt.adapters.openmirror.schema_plan import ColumnSpec
 
 
 def test_key_columns_take_the_model_spelling():
@@ -27,13 +28,29 @@ def test_null_and_duplicate_messages_carry_examples():
 
 def test_response_message_and_fields():
     response = publish_response({0: 3, 1: 2, 2: 1}, ["00000000000000000007.parquet"], "s.schema/t", "incremental")
-    assert str(response) == "+3 ~2 -1 -> 00000000000000000007.parquet"
+    assert str(response) == "+3 ~2 -1 -> s.schema/t/00000000000000000007.parquet"
+    assert response.warnings == []
     assert (response.inserts, response.updates, response.deletes, response.rows_affected) == (3, 2, 1, 6)
     assert response.to_dict()["files"] == ["00000000000000000007.parquet"]
 
 
 def test_response_for_no_changes_several_files_and_rebuilds():
-    assert str(publish_response({}, [], "t", "incremental")) == "+0 ~0 -0: no changes, no file"
+    assert str(publish_response({}, [], "t", "incremental")) == "+0 ~0 -0: no changes, no file in t"
     files = [f"{n:020d}.parquet" for n in (1, 2, 3)]
-    message = str(publish_response({4: 5}, files, "t", "rebuild"))
-    assert message == f"rebuilt: +0 ~0 -0 ^5 -> {files[0]} .. {files[2]} (3 files)"
+    response = publish_response({4: 5}, files, "s.schema/t", "rebuild", ["Model 'm': rebuilding s.schema/t: x"])
+    assert str(response) == f"rebuilt: +0 ~0 -0 ^5 -> s.schema/t/{files[0]} .. {files[2]} (3 files)"
+    assert response.to_dict()["warnings"] == ["Model 'm': rebuilding s.schema/t: x"]
+
+
+def test_map_keys_are_refused_up_front():
+    """Spark cannot compare or group maps, so such a key could never be checked or diffed."""
+    with pytest.raises(KeyColumnsError) as failed:
+        check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("attrs", "map<string,int>")])
+    assert "Model 'm'" in str(failed.value) and "attrs" in str(failed.value) and "map<string,int>" in str(failed.value)
+
+
+def test_floating_point_keys_are_named_in_a_warning():
+    assert check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("s", "struct<a:int>")]) == []
+    [warning] = check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("ratio", "double")])
+    assert "Model 'm'" in warning and "'ratio'" in warning and "double" in warning
+    assert "NaN" in warning and "-0.0" in warning

@@ -1,19 +1,26 @@
-"""Package mode makes the hash diff's decisions in Jinja (macros/package/hash_diff.sql); they
-must agree with the plugin's Python (hash_diff.py), so both modes bucket and write alike."""
+"""Package mode makes some of the plugin's decisions in Jinja (macros/package/); they must agree
+with the plugin's Python (hash_diff.py, schema_plan.py), so both modes publish alike. Each test
+drives both from the same cases."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import jinja2
 import pytest
 
+from dbt.adapters.openmirror.errors import SchemaChangeError
 from dbt.adapters.openmirror.hash_diff import ROWS_PER_BUCKET, bucket_count, hashed_columns, writer_count
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan, plan_schema
 
-PACKAGE_MACROS = Path(__file__).resolve().parents[2] / "macros" / "package" / "hash_diff.sql"
+PACKAGE_MACROS = Path(__file__).resolve().parents[2] / "macros" / "package"
 
 
 class _Returned(Exception):
     """dbt's `return()` ends a macro with a value; this stands in for it."""
+
+
+class _Failed(Exception):
+    """`openmirror_fail` (a compilation error in dbt)."""
 
 
 def _return(value):
@@ -22,15 +29,27 @@ def _return(value):
 
 @pytest.fixture(scope="module")
 def package():
+    """Calls a package macro as dbt would: the others in reach as `dbt_openmirror.<name>`."""
     environment = jinja2.Environment(extensions=["jinja2.ext.do"], undefined=jinja2.StrictUndefined)
     environment.globals["return"] = _return
-    module = environment.from_string(PACKAGE_MACROS.read_text()).module
+    namespace = SimpleNamespace()
+    environment.globals["dbt_openmirror"] = namespace
+    source = "\n".join(p.read_text() for p in sorted(PACKAGE_MACROS.glob("*.sql")))
+    module = environment.from_string(source).module
 
     def call(name, *args):
         with pytest.raises(_Returned) as returned:
             getattr(module, name)(*args)
         return returned.value.args[0]
 
+    for name in dir(module):
+        if name.startswith("openmirror_"):
+            setattr(namespace, name, lambda *args, _name=name: call(_name, *args))
+
+    def fail(message):
+        raise _Failed(message)
+
+    namespace.openmirror_fail = fail
     return call
 
 
@@ -55,3 +74,44 @@ def test_hashed_columns_agree(package):
                ColumnSpec("Line", "int"), ColumnSpec("beta", "array<int>")]
     keys = ["ID", "line"]
     assert package("openmirror_hashed_columns", columns, keys) == hashed_columns(SchemaPlan(columns=columns), keys)
+
+
+def _spec(column):
+    return {"name": column.name, "data_type": column.data_type, "is_complex": column.is_complex,
+            "published_type": column.published_type, "published_name": column.published_name}
+
+
+ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
+SCHEMA_CASES = [
+    # (snapshot columns, model columns, on_schema_change, published names)
+    ([ID, NAME], [ID, NAME], "append_new_columns", None),
+    ([ID, NAME], [ID, SCORE], "append_new_columns", None),
+    ([ID, NAME], [ID, NAME, SCORE], "sync_all_columns", None),
+    ([ID, NAME, SCORE], [ID, SCORE], "sync_all_columns", None),
+    ([ID, SCORE], [ID, ColumnSpec("score", "string")], "sync_all_columns", None),
+    ([ID, SCORE], [ID, ColumnSpec("score", "string")], "append_new_columns", None),
+    ([ID, NAME], [ID, NAME, SCORE], "fail", None),
+    ([ID, ColumnSpec("Name", "string")], [ID, NAME], "append_new_columns", None),
+    ([ID, ColumnSpec("Name", "string")], [ID, NAME], "fail", None),
+    ([ID, ColumnSpec("Name", "string")], [ID, NAME], "sync_all_columns", None),
+    ([ID, NAME, SCORE], [ID, NAME], "append_new_columns", ["ID", "Name", "SCORE"]),
+    ([ID, ColumnSpec("a", "struct<x:int>")], [ID, ColumnSpec("a", "struct<x:int,y:int>")], "fail", None),
+]
+
+
+@pytest.mark.parametrize("previous, current, on_schema_change, published_names", SCHEMA_CASES)
+def test_schema_plan_agrees(package, previous, current, on_schema_change, published_names):
+    try:
+        python = plan_schema("m", previous, current, on_schema_change, published_names)
+    except SchemaChangeError:
+        with pytest.raises(_Failed):
+            package("openmirror_schema_plan", [_spec(c) for c in previous], [_spec(c) for c in current],
+                    on_schema_change, published_names)
+        return
+    jinja = package("openmirror_schema_plan", [_spec(c) for c in previous], [_spec(c) for c in current],
+                    on_schema_change, published_names)
+    assert jinja["columns"] == [_spec(c) for c in python.columns]
+    assert jinja["kept"] == [_spec(c) for c in python.kept]
+    assert jinja["added"] == [_spec(c) for c in python.added]
+    assert [tuple(pair) for pair in jinja["respelled"]] == python.respelled
+    assert jinja["rebuild_reason"] == python.rebuild_reason

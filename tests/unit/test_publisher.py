@@ -20,11 +20,14 @@ def storage(tmp_path):
 
 
 def stage(storage, *row_counts, marker_type=pa.int32()):
-    """Spark-like staging: part files, a _SUCCESS marker and checksum files."""
+    """Spark-like staging: part files, a _SUCCESS marker and checksum files (without a marker
+    column when `marker_type` is None, as full loads are written)."""
     folder = storage.root / STAGED
     folder.mkdir(parents=True, exist_ok=True)
     for index, rows in enumerate(row_counts):
-        table = pa.table({"id": list(range(rows)), "__rowMarker__": pa.array([0] * rows, marker_type)})
+        table = pa.table({"id": list(range(rows))})
+        if marker_type is not None:
+            table = table.append_column("__rowMarker__", pa.array([0] * rows, marker_type))
         pq.write_table(table, folder / f"part-{index:05d}-x.snappy.parquet")
         (folder / f".part-{index:05d}-x.snappy.parquet.crc").write_bytes(b"crc")
     (folder / "_SUCCESS").write_bytes(b"")
@@ -102,6 +105,15 @@ def test_row_count_mismatch_and_bad_marker_type(storage):
     with pytest.raises(PublishError, match="no int32 __rowMarker__"):
         publish(storage, 2)
     assert not (storage.root / TABLE).exists()
+
+
+def test_a_full_load_may_be_marker_free_a_change_file_may_not(storage):
+    stage(storage, 2, marker_type=None)
+    assert publish(storage, 2).names == ["00000000000000000001.parquet"]
+    stage(storage, 1, marker_type=None)
+    with pytest.raises(PublishError, match="no int32 __rowMarker__"):
+        publish(storage, 1, last=1)
+    assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
 
 
 def test_rebuild_restarts_numbering(storage):

@@ -6,6 +6,7 @@ from dbt.adapters.openmirror.run_plan import (
     INCREMENTAL,
     INITIAL,
     REBUILD,
+    Destination,
     SnapshotRecord,
     plan_run,
     snapshot_properties,
@@ -14,14 +15,16 @@ from dbt.adapters.openmirror.run_plan import (
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
 
 FOLDER = "s.schema/t"
+LANDING_ZONE = "/data/lz"
+HERE = Destination("m", LANDING_ZONE, FOLDER, "analytics.m")
 COLUMNS = [ColumnSpec("id", "int"), ColumnSpec("v", "string")]
 NO_FOLDER = TableFolderState(False, None, 0)
 AT_3 = TableFolderState(True, ["id"], 3)
 
 
 def plan(folder=AT_3, snapshot=SnapshotRecord(FOLDER, 3), full_refresh=False, previous=COLUMNS,
-         current=COLUMNS, on_schema_change="append_new_columns", keys=("id",)):
-    return plan_run("m", FOLDER, list(keys), folder, snapshot, full_refresh, previous, current,
+         current=COLUMNS, on_schema_change="append_new_columns", keys=("id",), destination=HERE):
+    return plan_run(destination, list(keys), folder, snapshot, full_refresh, previous, current,
                     on_schema_change)
 
 
@@ -53,6 +56,13 @@ def test_full_refresh():
     assert plan(folder=NO_FOLDER, full_refresh=True).mode == INITIAL
 
 
+def test_only_full_loads_nobody_asked_for_are_unexpected():
+    assert not plan(full_refresh=True).unexpected and not plan().unexpected
+    assert not plan(folder=NO_FOLDER, snapshot=None, previous=None).unexpected
+    assert plan(folder=NO_FOLDER).unexpected  # the folder was deleted: a full reload
+    assert plan(snapshot=None).unexpected
+
+
 def test_changed_key_fails_unless_full_refresh():
     with pytest.raises(KeyColumnsError, match="declared with keyColumns \\['id'\\]"):
         plan(keys=("v",))
@@ -67,8 +77,8 @@ def test_schema_rebuild_under_sync_all_columns():
 def test_snapshot_record_from_table_properties():
     properties = {"openmirror.table_folder": FOLDER, "openmirror.sequence_number": "12", "x": "y"}
     assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12, None)
-    properties = snapshot_properties(FOLDER, 12, "run-7")
-    assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12, "run-7")
+    properties = snapshot_properties(HERE, 12, "run-7", ["id", "V"])
+    assert snapshot_record(properties) == SnapshotRecord(FOLDER, 12, "run-7", LANDING_ZONE, ["id", "V"])
     assert snapshot_record({"openmirror.table_folder": FOLDER}) is None
     assert snapshot_record({"openmirror.table_folder": FOLDER, "openmirror.sequence_number": "x"}) is None
 
@@ -78,3 +88,43 @@ def test_files_we_did_not_publish_stop_the_run_unless_it_rebuilds():
     with pytest.raises(PublishError, match="Model 'm': holds file 4"):
         plan(folder=conflict)
     assert plan(folder=conflict, full_refresh=True).mode == REBUILD
+
+
+def test_a_snapshot_published_to_another_landing_zone_rebuilds():
+    """One model, several landing zones (a var, or dev and prod sharing a metastore): the
+    snapshot matches the folder it was published to, in the landing zone it was published to."""
+    elsewhere = SnapshotRecord(FOLDER, 3, "run-2", "/data/other_lz", ["id", "v"])
+    result = plan(folder=TableFolderState(True, ["id"], 3, last_run_id="run-2"), snapshot=elsewhere)
+    assert result.mode == REBUILD and "/data/other_lz" in result.reason and LANDING_ZONE in result.reason
+
+
+def test_a_folder_whose_last_publish_is_not_the_snapshots_rebuilds():
+    """A -> B -> A: file numbers alone match, but A's journal names another run."""
+    snapshot = SnapshotRecord(FOLDER, 3, "run-2", LANDING_ZONE, ["id", "v"])
+    result = plan(folder=TableFolderState(True, ["id"], 3, last_run_id="run-1"), snapshot=snapshot)
+    assert result.mode == REBUILD and "run-1" in result.reason and "run-2" in result.reason
+    same = plan(folder=TableFolderState(True, ["id"], 3, last_run_id="run-2"), snapshot=snapshot)
+    assert same.mode == INCREMENTAL
+    # Snapshots written before the landing zone was recorded are not held to the run check.
+    assert plan(folder=TableFolderState(True, ["id"], 3, last_run_id="run-1"),
+                snapshot=SnapshotRecord(FOLDER, 3, "run-2")).mode == INCREMENTAL
+
+
+def test_two_models_or_targets_publishing_one_table_folder_fail_naming_both():
+    folder = TableFolderState(True, ["id"], 3, owner="analytics.other")
+    with pytest.raises(PublishError) as failed:
+        plan(folder=folder)
+    message = str(failed.value)
+    assert "Model 'm'" in message and "analytics.other" in message and "analytics.m" in message
+    assert "mirror_table" in message and "--full-refresh" in message
+    assert plan(folder=folder, full_refresh=True).mode == REBUILD  # taking the folder over
+    assert plan(folder=TableFolderState(True, ["id"], 3, owner="analytics.m")).mode == INCREMENTAL
+
+
+def test_keys_keep_the_spelling_the_mirror_declared():
+    snapshot = SnapshotRecord(FOLDER, 3, None, None, ["ID", "v"])
+    result = plan(folder=TableFolderState(True, ["ID"], 3), snapshot=snapshot, keys=("id",))
+    assert result.mode == INCREMENTAL and result.key_columns == ["ID"]
+    assert [c.published_name for c in result.schema.columns] == ["ID", "v"]
+    rebuilt = plan(folder=TableFolderState(True, ["ID"], 3), snapshot=snapshot, keys=("id",), full_refresh=True)
+    assert rebuilt.key_columns == ["id"]  # a rebuild declares the model's spelling

@@ -73,3 +73,26 @@ def test_ignore_keeps_the_old_columns():
 def test_ignore_never_publishes_a_type_change():
     with pytest.raises(SchemaChangeError, match="not even with on_schema_change='ignore'"):
         plan_schema("m", [ID, SCORE], [ID, ColumnSpec("score", "string")], "ignore")
+
+
+def test_a_column_respelled_in_case_keeps_the_mirrors_spelling():
+    """Delta and Spark names are case-insensitive: `Name` -> `name` is the same column, and the
+    mirror can hold only one spelling of it."""
+    for on_schema_change in ("append_new_columns", "fail", "ignore"):
+        plan = plan_schema("m", [ID, ColumnSpec("Name", "string")], [ID, NAME], on_schema_change)
+        assert [c.published_name for c in plan.columns] == ["id", "Name"]
+        assert plan.respelled == [("Name", "name")] and plan.rebuild_reason is None
+        assert not (plan.added or plan.kept)
+
+
+def test_the_published_spelling_is_remembered_beyond_the_snapshots_own():
+    """The snapshot then holds the model's spelling; the record of published names decides."""
+    plan = plan_schema("m", [ID, NAME], [ID, NAME], "append_new_columns", published_names=["ID", "Name"])
+    assert [c.published_name for c in plan.columns] == ["ID", "Name"]
+    kept = plan_schema("m", [ID, NAME], [ID], "append_new_columns", published_names=["id", "NAME"]).kept
+    assert [c.published_name for c in kept] == ["NAME"]
+
+
+def test_sync_all_columns_rebuilds_to_take_a_new_spelling():
+    plan = plan_schema("m", [ID, ColumnSpec("Name", "string")], [ID, NAME], "sync_all_columns")
+    assert "column 'Name' is now spelled 'name'" in plan.rebuild_reason

@@ -48,20 +48,30 @@ def test_markers_per_setting():
     assert macros.openmirror_delete_marker() == "2"
 
 
-def test_initial_load_marks_every_row_and_places_the_marker():
+def test_a_full_load_is_insert_only_without_a_marker_column():
+    """The service's direct staging path takes marker-free files; a full load only inserts."""
     plan = SchemaPlan(columns=[ID, NAME, TAGS])
-    last = initial_load(plan, "insert_update_delete", "last")
-    assert last.startswith("select\n  `id` as `id`,\n  `my ``odd`` name` as `my ``odd`` name`")
-    assert last.index("`id`") < last.index("cast(0 as int) as `__rowMarker__`")
-    assert "to_json(`tags`) as `tags`" in last
-    assert last.endswith("\nfrom s.new")
+    for position in ("last", "first"):
+        sql = initial_load(plan, "insert_update_delete", position)
+        assert sql.startswith("select\n  `id` as `id`,\n  `my ``odd`` name` as `my ``odd`` name`")
+        assert "__rowMarker__" not in sql
+        assert "to_json(`tags`) as `tags`" in sql
+        assert sql.endswith("\nfrom s.new")
+
+
+def test_an_upsert_full_load_keeps_its_markers_so_a_replay_cannot_duplicate():
+    plan = SchemaPlan(columns=[ID, NAME, TAGS])
     first = initial_load(plan, "upsert", "first")
     assert first.index("cast(4 as int) as `__rowMarker__`") < first.index("`id`")
+    last = initial_load(plan, "upsert", "last")
+    assert last.index("`id`") < last.index("cast(4 as int) as `__rowMarker__`")
+    assert macros.openmirror_full_load_marked("upsert") == "True"
+    assert macros.openmirror_full_load_marked("insert_update_delete") == "False"
 
 
 def test_initial_load_publishes_kept_columns_as_null():
-    last = initial_load(SchemaPlan(columns=[ID], kept=[TAGS]), "insert_update_delete", "last")
-    assert "`id` as `id`,\n  cast(null as string) as `tags`,\n  cast(0 as int) as `__rowMarker__`" in last
+    sql = initial_load(SchemaPlan(columns=[ID], kept=[TAGS]), "insert_update_delete", "last")
+    assert sql.startswith("select\n  `id` as `id`,\n  cast(null as string) as `tags`\nfrom")
 
 
 def test_change_rows_compare_every_non_key_column_null_safely():
@@ -110,7 +120,12 @@ def test_write_and_count():
         "insert overwrite directory 'file:///it\\'s'"
     )
     assert macros.openmirror_row_count_sql(relation="s.t") == "select count(*) from s.t"
-    assert "from parquet.`file:///x` group by `__rowMarker__`" in macros.openmirror_marker_counts_sql(uri="file:///x")
+    counted = macros.openmirror_marker_counts_sql(uri="file:///x", full_load=False, change_markers="upsert")
+    assert "from parquet.`file:///x` group by `__rowMarker__`" in counted
+    # A full load's rows are all new: counted without reading a column (it may have no marker).
+    for change_markers, marker in (("insert_update_delete", 0), ("upsert", 4)):
+        full = macros.openmirror_marker_counts_sql(uri="file:///x", full_load=True, change_markers=change_markers)
+        assert full == f"select {marker} as marker, count(*) as row_count from parquet.`file:///x`"
 
 
 def test_snapshot_record_and_kept_columns():

@@ -5,6 +5,7 @@ from typing import Any, List, Mapping, Optional
 
 from dbt.adapters.openmirror.errors import MirrorConfigError
 from dbt.adapters.openmirror.landing_zone import folder_name_problem, table_folder_path
+from dbt.adapters.openmirror.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
 
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
@@ -26,6 +27,7 @@ class MirrorConfig:
     on_schema_change: str = "append_new_columns"
     lease_ttl_seconds: int = DEFAULT_LEASE_TTL_SECONDS
     lease_wait_seconds: int = 0
+    rebuild_wait_seconds: int = DEFAULT_REBUILD_WAIT_SECONDS
 
     @property
     def table_folder(self) -> str:
@@ -101,4 +103,7 @@ def mirror_config(
             model, "lease_ttl_seconds", config.get("lease_ttl_seconds"), DEFAULT_LEASE_TTL_SECONDS, 1
         ),
         lease_wait_seconds=_whole_number(model, "lease_wait_seconds", config.get("lease_wait_seconds"), 0, 0),
+        rebuild_wait_seconds=_whole_number(
+            model, "rebuild_wait_seconds", config.get("rebuild_wait_seconds"), DEFAULT_REBUILD_WAIT_SECONDS, 0
+        ),
     )

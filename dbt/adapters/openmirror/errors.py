@@ -42,3 +42,7 @@ class LandingZoneAccessError(OpenMirrorError):
 class LandingZoneServiceError(OpenMirrorError):
     """The landing zone's service refused a request, or kept failing it (throttling, timeouts,
     server errors) after every retry."""
+
+
+class ServiceWaitError(PublishError):
+    """The mirroring service did not reach the state a rebuild waits for in time."""

@@ -21,9 +21,10 @@ from dbt.adapters.openmirror import hash_diff
 from dbt.adapters.openmirror.config import MirrorConfig, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
-from dbt.adapters.openmirror.keys import raise_key_problems, resolve_key_columns
+from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, scratch_path
 from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
+from dbt.adapters.openmirror.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publisher import (
     PendingPublish,
     PublishedFiles,
@@ -35,6 +36,7 @@ from dbt.adapters.openmirror.response import OpenMirrorResponse, publish_respons
 from dbt.adapters.openmirror.run_plan import (
     INCREMENTAL,
     REBUILD,
+    Destination,
     RunPlan,
     SnapshotRecord,
     plan_run,
@@ -71,6 +73,8 @@ class OpenMirrorAdapter(SparkAdapter):
         self._local_staging: Dict[int, List[Staging]] = {}
         self._staging_mode: Optional[str] = None
         self._staging_lock = threading.Lock()
+        # Warnings of the model running in this thread: logged, and reported with its result.
+        self._model_warnings = threading.local()
 
     @cached_property
     def fault_injector(self) -> Optional[FaultInjector]:
@@ -87,7 +91,7 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @cached_property
     def publisher(self) -> Publisher:
-        return Publisher(self.landing_zone)
+        return Publisher(self.landing_zone, MirroringService(self.landing_zone, logger.info))
 
     @cached_property
     def leases(self) -> LeaseManager:
@@ -113,7 +117,20 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_run_id(self) -> str:
+        """A new run of a model starts: its id, and no warnings yet."""
+        self._model_warnings.messages = []
         return f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}"
+
+    def _warn(self, message: str) -> None:
+        """A warning about the running model: logged now, and counted with its result (a
+        rebuild, a full reload, a recovery or a takeover is never silent)."""
+        logger.warning(message)
+        self._warnings().append(message)
+
+    def _warnings(self) -> List[str]:
+        if not hasattr(self._model_warnings, "messages"):
+            self._model_warnings.messages = []
+        return self._model_warnings.messages
 
     @available
     def openmirror_acquire_lease(self, mirror: MirrorConfig, run_id: str) -> None:
@@ -122,7 +139,7 @@ class OpenMirrorAdapter(SparkAdapter):
             mirror.lease_wait_seconds,
         )
         if lease.taken_from is not None:
-            logger.warning(
+            self._warn(
                 f"Model '{mirror.model}': took over the lease on {mirror.table_folder} from "
                 f"{lease.taken_from.describe()}, which is no longer running"
             )
@@ -208,7 +225,7 @@ class OpenMirrorAdapter(SparkAdapter):
                 self._relation_run_id(target_relation),
                 self._relation_run_id(new_relation),
             )
-            logger.warning(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
+            self._warn(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
             if recovery.action == ROLL_FORWARD:
                 self.leases.check_held(lease)
                 self.publisher.complete(pending)
@@ -252,7 +269,12 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_key_columns(self, mirror: MirrorConfig, columns: Sequence[Any]) -> List[str]:
-        return resolve_key_columns(mirror.model, mirror.unique_key, [c.column for c in columns])
+        """The key columns as the model spells them, after checking their types."""
+        key_columns = resolve_key_columns(mirror.model, mirror.unique_key, [c.column for c in columns])
+        specs = {spec.name: spec for spec in _column_specs(columns)}
+        for warning in check_key_types(mirror.model, [specs[k] for k in key_columns]):
+            self._warn(warning)
+        return key_columns
 
     @available
     def openmirror_key_hashes(
@@ -296,16 +318,26 @@ class OpenMirrorAdapter(SparkAdapter):
         _, rows = self.execute(f"show tblproperties {relation}", fetch=True)
         return snapshot_record({str(row[0]): str(row[1]) for row in rows})
 
+    def _destination(self, mirror: MirrorConfig, target_relation: Any) -> Destination:
+        return Destination(
+            mirror.model, self.config.credentials.landing_zone, mirror.table_folder, str(target_relation)
+        )
+
     @available
-    def openmirror_snapshot_record_sql(self, relation: Any, mirror: MirrorConfig, pending: PendingPublish) -> str:
-        """The new output records the number it will match and the run that publishes it."""
-        properties = snapshot_properties(mirror.table_folder, pending.last_sequence_number, pending.run_id)
+    def openmirror_snapshot_record_sql(self, relation: Any, mirror: MirrorConfig, plan: RunPlan, pending: PendingPublish) -> str:
+        """The new output records the landing zone, folder and number it will match, the run that
+        publishes it and the names its columns are published under."""
+        published = [c.published_name for c in (*plan.schema.columns, *plan.schema.kept)]
+        properties = snapshot_properties(
+            self._destination(mirror, pending.owner or ""), pending.last_sequence_number, pending.run_id, published
+        )
         return self._sql("openmirror_snapshot_record_sql", relation=str(relation), properties=properties)
 
     @available
     def openmirror_plan_run(
         self,
         mirror: MirrorConfig,
+        target_relation: Any,
         key_columns: List[str],
         state: TableFolderState,
         snapshot: Optional[SnapshotRecord],
@@ -314,12 +346,20 @@ class OpenMirrorAdapter(SparkAdapter):
         current_columns: Sequence[Any],
     ) -> RunPlan:
         plan = plan_run(
-            mirror.model, mirror.table_folder, key_columns, state, snapshot, full_refresh,
+            self._destination(mirror, target_relation), key_columns, state, snapshot, full_refresh,
             _column_specs(previous_columns) if previous_columns is not None else None,
             _column_specs(current_columns), mirror.on_schema_change,
         )
-        if plan.mode == REBUILD:
-            logger.warning(f"Model '{mirror.model}': rebuilding {mirror.table_folder}: {plan.reason}")
+        if plan.unexpected:
+            action = "rebuilding" if plan.mode == REBUILD else "loading in full"
+            self._warn(f"Model '{mirror.model}': {action} {mirror.table_folder}: {plan.reason}")
+        for published, spelled in plan.schema.respelled:
+            self._warn(
+                f"Model '{mirror.model}': column '{spelled}' is published as '{published}', the "
+                "spelling the mirrored table has (column names are case-insensitive there and a "
+                "table holds one spelling); on_schema_change='sync_all_columns' rebuilds the table "
+                "to take the new spelling"
+            )
         return plan
 
     # -- staging: Spark writes the change rows ----------------------------------------------------
@@ -481,8 +521,11 @@ class OpenMirrorAdapter(SparkAdapter):
         )
 
     @available
-    def openmirror_marker_counts(self, uri: str) -> Dict[int, int]:
-        _, rows = self.execute(self._sql("openmirror_marker_counts_sql", uri=uri), fetch=True)
+    def openmirror_marker_counts(self, mirror: MirrorConfig, plan: RunPlan, uri: str) -> Dict[int, int]:
+        _, rows = self.execute(self._sql(
+            "openmirror_marker_counts_sql", uri=uri, full_load=plan.mode != INCREMENTAL,
+            change_markers=mirror.change_markers,
+        ), fetch=True)
         return {int(row[0]): int(row[1]) for row in rows}
 
     # -- publishing ---------------------------------------------------------------------------
@@ -491,18 +534,19 @@ class OpenMirrorAdapter(SparkAdapter):
     def openmirror_prepare(
         self,
         mirror: MirrorConfig,
-        key_columns: List[str],
+        plan: RunPlan,
         staging: Dict[str, str],
         state: TableFolderState,
-        plan: RunPlan,
         counts: Dict[int, int],
         run_id: str,
+        target_relation: Any,
     ) -> PendingPublish:
         """Which staged file becomes which number; nothing is published yet."""
         try:
             return self.publisher.prepare(
-                mirror.table_folder, key_columns, staging["path"], state, sum(counts.values()),
+                mirror.table_folder, plan.key_columns, staging["path"], state, sum(counts.values()),
                 mirror.model, run_id, full_load=plan.mode != INCREMENTAL, rebuild=plan.mode == REBUILD,
+                owner=str(target_relation),
             )
         except Exception:
             self.publisher.discard(staging["path"])
@@ -521,19 +565,14 @@ class OpenMirrorAdapter(SparkAdapter):
         """
         try:
             self.leases.check_held(self._held_lease(mirror))
-            if pending.files:
-                self.publisher.begin(pending)
+            self.publisher.begin(pending, mirror.rebuild_wait_seconds)
         except Exception:
             self.publisher.discard(pending.staged_folder)
             raise
-        if pending.files:
-            self.publisher.complete(pending)
+        self.publisher.complete(pending)
         self._replace_snapshot(relations["new"], relations["target"], relations["backup"])
         self._replace_hashes(relations["new_hashes"], relations["previous_hashes"], relations["changes"])
-        if pending.files:
-            self.publisher.commit(pending)
-        else:
-            self.publisher.discard(pending.staged_folder)
+        self.publisher.commit(pending)
         return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
 
     @available
@@ -544,4 +583,4 @@ class OpenMirrorAdapter(SparkAdapter):
     def openmirror_response(
         self, mirror: MirrorConfig, plan: RunPlan, counts: Dict[int, int], files: List[str]
     ) -> OpenMirrorResponse:
-        return publish_response(counts, files, mirror.table_folder, plan.mode)
+        return publish_response(counts, files, mirror.table_folder, plan.mode, list(self._warnings()))

@@ -75,6 +75,14 @@ def table_folder_path(mirror_schema: Optional[str], mirror_table: str) -> str:
     return mirror_table
 
 
+def table_identity(table_folder: str) -> Tuple[str, str]:
+    """(schema, table) of a table folder path, as the mirrored database names the table."""
+    parent, _, table = table_folder.rpartition("/")
+    if parent.endswith(SCHEMA_FOLDER_SUFFIX):
+        return parent[: -len(SCHEMA_FOLDER_SUFFIX)], table
+    return DEFAULT_SCHEMA, table
+
+
 def scratch_path(run_id: str) -> str:
     """Where one model run stages its files: ignored by the mirror. Only the run id is in the
     name, so Spark never sees user-chosen characters in a path."""

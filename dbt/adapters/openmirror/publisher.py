@@ -9,6 +9,7 @@ small JSON files pass through this process.
 """
 
 import json
+import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -28,6 +29,7 @@ from dbt.adapters.openmirror.landing_zone import (
     metadata_json,
     partner_events_json,
 )
+from dbt.adapters.openmirror.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 
@@ -45,10 +47,17 @@ class PendingPublish:
     #: (staged path, final file name), in publishing order.
     files: List[Tuple[str, str]]
     rows: int
+    #: Who publishes: the model's snapshot relation (None when not known, as in package mode).
+    owner: Optional[str] = None
 
     @property
     def last_sequence_number(self) -> int:
         return self.base_sequence_number + len(self.files)
+
+    @property
+    def full_load(self) -> bool:
+        """A full load starts a table folder's numbering (a first load or a rebuild)."""
+        return self.base_sequence_number == 0
 
     @property
     def names(self) -> List[str]:
@@ -59,6 +68,7 @@ class PendingPublish:
             "runId": self.run_id, "baseSequenceNumber": self.base_sequence_number,
             "rebuild": self.rebuild, "stagedFolder": self.staged_folder, "rows": self.rows,
             "files": [{"staged": staged, "name": name} for staged, name in self.files],
+            "owner": self.owner,
         }
 
     @classmethod
@@ -68,6 +78,7 @@ class PendingPublish:
             key_columns=list(record.key_columns), base_sequence_number=int(data["baseSequenceNumber"]),
             rebuild=bool(data["rebuild"]), staged_folder=str(data["stagedFolder"]),
             files=[(str(f["staged"]), str(f["name"])) for f in data["files"]], rows=int(data["rows"]),
+            owner=data.get("owner"),
         )
 
 
@@ -82,12 +93,19 @@ class PublishRecord:
     files: List[str] = field(default_factory=list)
     published_at: Optional[str] = None
     pending: Optional[Dict[str, Any]] = None
+    #: A full load was published and the mirroring service has not been seen to list the table
+    #: since: incremental files wait for it (the restart protocol, mirroring_service.py).
+    wait_for_listing: bool = False
+    #: Who publishes the folder: the model's snapshot relation (two owners would rebuild each
+    #: other's table; run_plan.py refuses that).
+    owner: Optional[str] = None
 
     def to_json(self) -> str:
         document = {
             "lastSequenceNumber": self.last_sequence_number, "lastRunId": self.run_id,
             "lastFiles": self.files, "keyColumns": self.key_columns, "model": self.model,
-            "publishedAt": self.published_at,
+            "owner": self.owner, "publishedAt": self.published_at,
+            "waitForListing": self.wait_for_listing,
         }
         if self.pending is not None:
             document["pending"] = self.pending
@@ -101,6 +119,7 @@ class PublishRecord:
             key_columns=list(data.get("keyColumns") or []), model=str(data.get("model", "")),
             run_id=data.get("lastRunId"), files=list(data.get("lastFiles") or []),
             published_at=data.get("publishedAt"), pending=data.get("pending"),
+            wait_for_listing=bool(data.get("waitForListing", False)), owner=data.get("owner"),
         )
 
 
@@ -114,6 +133,10 @@ class TableFolderState:
     pending: Optional[PendingPublish] = None
     #: Why the numbers found disagree with our record (files we never published), if they do.
     numbering_conflict: Optional[str] = None
+    #: The run the record names as the last committed publish.
+    last_run_id: Optional[str] = None
+    #: Who publishes the folder (the snapshot relation of its model), as the record says.
+    owner: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -134,8 +157,9 @@ def _now() -> str:
 
 
 class Publisher:
-    def __init__(self, storage: LandingZoneStorage) -> None:
+    def __init__(self, storage: LandingZoneStorage, service: Optional[MirroringService] = None) -> None:
         self.storage = storage
+        self.service = service or MirroringService(storage, logging.getLogger("dbt-openmirror").info)
 
     # -- reading the table folder ---------------------------------------------------------------
 
@@ -175,7 +199,9 @@ class Publisher:
         if pending is None and found > record.last_sequence_number:
             conflict = self._numbering_conflict(table_folder, found, record.last_sequence_number)
         # The service purges processed files after a while; our record still knows the number.
-        return TableFolderState(True, keys, max(found, record.last_sequence_number), pending, conflict)
+        return TableFolderState(
+            True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
+        )
 
     def _numbering_conflict(self, table_folder: str, found: int, recorded: int) -> str:
         return (
@@ -189,17 +215,19 @@ class Publisher:
 
     # -- checking what Spark staged ---------------------------------------------------------------
 
-    def staged_files(self, staged_folder: str) -> List[StagedFile]:
+    def staged_files(self, staged_folder: str, full_load: bool) -> List[StagedFile]:
         """The Parquet files Spark wrote, in name order, each checked by its footer."""
         staged = []
         for name in self.storage.list_names(staged_folder):
             if name.startswith(("_", ".")) or not name.endswith(".parquet"):
                 continue  # _SUCCESS, .crc checksums
             path = f"{staged_folder}/{name}"
-            staged.append(StagedFile(path, self._checked_row_count(path)))
+            staged.append(StagedFile(path, self._checked_row_count(path, full_load)))
         return staged
 
-    def _checked_row_count(self, path: str) -> int:
+    def _checked_row_count(self, path: str, full_load: bool) -> int:
+        """Rows of a staged file. A change file must carry an int32 marker; a full load's rows
+        are all inserts and may carry none (see openmirror_initial_load_sql)."""
         if self.storage.size(path) == 0:
             raise PublishError(f"staged file {path} is empty (zero bytes): not publishing it")
         with self.storage.open_read(path) as handle:
@@ -208,6 +236,8 @@ class Publisher:
             except Exception as exc:
                 raise PublishError(f"staged file {path} is not readable Parquet: {exc}") from exc
         schema = metadata.schema.to_arrow_schema()
+        if full_load and schema.get_field_index(ROW_MARKER) < 0:
+            return metadata.num_rows
         if schema.get_field_index(ROW_MARKER) < 0 or str(schema.field(ROW_MARKER).type) != "int32":
             raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
         return metadata.num_rows
@@ -223,10 +253,11 @@ class Publisher:
         run_id: str,
         full_load: bool,
         rebuild: bool,
+        owner: Optional[str] = None,
     ) -> PendingPublish:
         """Which staged file becomes which number. An incremental run without changes publishes
         nothing; a full load always publishes at least one file so the table exists."""
-        staged = self.staged_files(staged_folder)
+        staged = self.staged_files(staged_folder, full_load)
         staged_rows = sum(f.rows for f in staged)
         if staged_rows != expected_rows or not staged:
             raise PublishError(
@@ -245,16 +276,24 @@ class Publisher:
         ]
         return PendingPublish(
             run_id, model, table_folder, list(key_columns), base, rebuild, staged_folder, files,
-            expected_rows,
+            expected_rows, owner,
         )
 
     # -- publishing: begin, complete, commit ------------------------------------------------------
 
-    def begin(self, pending: PendingPublish) -> None:
-        """Journal the publish; for a rebuild, delete the table folder first."""
+    def begin(self, pending: PendingPublish, service_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS) -> None:
+        """Journal the publish. A full load first waits until the mirroring service no longer
+        lists the table (for a rebuild, after deleting the folder); the first incremental file
+        after a full load waits until the service lists the table again (mirroring_service.py)."""
         folder = pending.table_folder
         if pending.rebuild:
             self.storage.delete_folder(folder)
+        if pending.files and pending.full_load:
+            self.service.wait_until_dropped(folder, service_wait_seconds, pending.model)
+        elif pending.files:
+            record = self.read_record(folder)
+            if record is not None and record.wait_for_listing:
+                self.service.wait_until_listed(folder, service_wait_seconds, pending.model)
         state = self.table_state(folder)
         if state.pending is not None or state.last_sequence_number != pending.base_sequence_number:
             raise PublishError(
@@ -267,11 +306,14 @@ class Publisher:
         journaled = replace(
             committed, last_sequence_number=pending.base_sequence_number,
             key_columns=list(pending.key_columns), model=pending.model, pending=pending.to_dict(),
+            owner=pending.owner or committed.owner,
         )
         self.storage.write_text(f"{folder}/{PUBLISH_RECORD_FILE}", journaled.to_json(), create_only=False)
 
     def complete(self, pending: PendingPublish) -> None:
         """Metadata, then every file not yet in place. Safe to repeat after a crash."""
+        if not pending.files:
+            return
         folder = pending.table_folder
         self._identify_publisher()
         if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
@@ -309,9 +351,14 @@ class Publisher:
             )
 
     def commit(self, pending: PendingPublish) -> None:
+        """The publish is done: the record names its run and last number. A run without changes
+        is committed too, so the record always names the run the snapshot matches."""
+        previous = self.read_record(pending.table_folder)
+        waiting = pending.full_load if pending.files else bool(previous and previous.wait_for_listing)
         record = PublishRecord(
             pending.last_sequence_number, list(pending.key_columns), pending.model,
-            pending.run_id, pending.names, _now(),
+            pending.run_id, pending.names, _now(), wait_for_listing=waiting,
+            owner=pending.owner or (previous.owner if previous else None),
         )
         self.storage.write_text(
             f"{pending.table_folder}/{PUBLISH_RECORD_FILE}", record.to_json(), create_only=False

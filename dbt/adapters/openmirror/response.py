@@ -1,7 +1,7 @@
 """What a run reports: the run line and `run_results.json`'s adapter_response."""
 
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
@@ -17,24 +17,27 @@ class OpenMirrorResponse(AdapterResponse):
     files: List[str] = field(default_factory=list)
     table_folder: str = ""
     mode: str = ""
+    #: What the run warned about (a rebuild, a full reload, a recovery, ...).
+    warnings: List[str] = field(default_factory=list)
 
 
-def _file_span(files: List[str]) -> str:
-    if not files:
-        return "no file"
+def _file_span(table_folder: str, files: List[str]) -> str:
     if len(files) == 1:
-        return files[0]
-    return f"{files[0]} .. {files[-1]} ({len(files)} files)"
+        return f"{table_folder}/{files[0]}"
+    return f"{table_folder}/{files[0]} .. {files[-1]} ({len(files)} files)"
 
 
 def publish_response(
-    counts: Dict[int, int], files: List[str], table_folder: str, mode: str
+    counts: Dict[int, int], files: List[str], table_folder: str, mode: str, warnings: Sequence[str] = (),
 ) -> OpenMirrorResponse:
-    """E.g. `+3 ~2 -1 -> 00000000000000000007.parquet`."""
+    """E.g. `+3 ~2 -1 -> sales.schema/orders/00000000000000000007.parquet`."""
     inserts, updates = counts.get(INSERT, 0), counts.get(UPDATE, 0)
     deletes, upserts = counts.get(DELETE, 0), counts.get(UPSERT, 0)
     changes = f"+{inserts} ~{updates} -{deletes}" + (f" ^{upserts}" if upserts else "")
-    message = f"{changes} -> {_file_span(files)}" if files else f"{changes}: no changes, no file"
+    if files:
+        message = f"{changes} -> {_file_span(table_folder, files)}"
+    else:
+        message = f"{changes}: no changes, no file in {table_folder}"
     if mode == "rebuild":
         message = f"rebuilt: {message}"
     return OpenMirrorResponse(
@@ -48,4 +51,5 @@ def publish_response(
         files=files,
         table_folder=table_folder,
         mode=mode,
+        warnings=list(warnings),
     )

@@ -1,7 +1,7 @@
 """What to publish when the model's columns differ from the snapshot's (spec section 5)."""
 
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
 
@@ -12,6 +12,12 @@ _COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
 class ColumnSpec:
     name: str
     data_type: str
+    #: The name the mirror knows the column by, when it differs from `name` in case only.
+    published_as: Optional[str] = None
+
+    @property
+    def published_name(self) -> str:
+        return self.published_as or self.name
 
     @property
     def is_complex(self) -> bool:
@@ -36,10 +42,17 @@ class SchemaPlan:
     ignored: List[ColumnSpec] = field(default_factory=list)
     #: Set when the change cannot be published in place and the table is rebuilt instead.
     rebuild_reason: Optional[str] = None
+    #: (published name, model's name) of columns the model now spells differently in case only.
+    respelled: List[Tuple[str, str]] = field(default_factory=list)
 
 
 def _describe(changes: Sequence[Tuple[str, str, str]]) -> str:
     return "; ".join(f"column '{name}' {old} -> {new}" for name, old, new in changes)
+
+
+def _as_published(column: ColumnSpec, spelling: Dict[str, str]) -> ColumnSpec:
+    published = spelling.get(column.name.lower(), column.name)
+    return column if published == column.name else replace(column, published_as=published)
 
 
 def plan_schema(
@@ -47,23 +60,32 @@ def plan_schema(
     previous: Optional[Sequence[ColumnSpec]],
     current: Sequence[ColumnSpec],
     on_schema_change: str,
+    published_names: Optional[Sequence[str]] = None,
 ) -> SchemaPlan:
-    """Compare the snapshot's columns (None: no snapshot) with the model's; decide or fail."""
+    """Compare the snapshot's columns (None: no snapshot) with the model's; decide or fail.
+
+    Column names are case-insensitive, as in Delta and Spark: a column the model now spells
+    differently in case only is the same column and keeps the spelling the mirror has
+    (`published_names`, else the snapshot's own), since the mirror cannot hold two spellings of
+    one column; `sync_all_columns` rebuilds the table to take the new spelling instead."""
     if previous is None:
         return SchemaPlan(columns=list(current))
+    spelling = {name.lower(): name for name in (published_names or [c.name for c in previous])}
     by_name = {c.name.lower(): c for c in previous}
     current_names = {c.name.lower() for c in current}
     added = [c for c in current if c.name.lower() not in by_name]
-    removed = [c for c in previous if c.name.lower() not in current_names]
+    removed = [_as_published(c, spelling) for c in previous if c.name.lower() not in current_names]
     retyped = [
         (c.name, by_name[c.name.lower()].published_type, c.published_type)
         for c in current
         if c.name.lower() in by_name and by_name[c.name.lower()].published_type != c.published_type
     ]
-    if not (added or removed or retyped):
+    published = [_as_published(c, spelling) for c in current]
+    respelled = [(c.published_name, c.name) for c in published if c.published_name != c.name]
+    if not (added or removed or retyped or respelled):
         return SchemaPlan(columns=list(current))
 
-    if on_schema_change == "fail":
+    if on_schema_change == "fail" and (added or removed or retyped):
         parts = [f"added {[c.name for c in added]}" if added else "",
                  f"removed {[c.name for c in removed]}" if removed else "",
                  f"retyped: {_describe(retyped)}" if retyped else ""]
@@ -72,12 +94,13 @@ def plan_schema(
             "on_schema_change='fail'. Set on_schema_change='append_new_columns' to publish added "
             "columns, 'sync_all_columns' to rebuild the mirrored table, or run with --full-refresh."
         )
-    if on_schema_change == "sync_all_columns" and (retyped or removed):
+    if on_schema_change == "sync_all_columns" and (retyped or removed or respelled):
         reason = "; ".join(
             part
             for part in (
                 _describe(retyped),
                 f"columns {[c.name for c in removed]} were removed" if removed else "",
+                "; ".join(f"column '{old}' is now spelled '{new}'" for old, new in respelled),
             )
             if part
         )
@@ -90,6 +113,6 @@ def plan_schema(
             "set on_schema_change='sync_all_columns' to rebuild automatically."
         )
     if on_schema_change == "ignore":
-        published = [c for c in current if c.name.lower() in by_name]
-        return SchemaPlan(columns=published, kept=removed, ignored=added)
-    return SchemaPlan(columns=list(current), kept=removed, added=added)
+        known = [c for c in published if c.name.lower() in by_name]
+        return SchemaPlan(columns=known, kept=removed, ignored=added, respelled=respelled)
+    return SchemaPlan(columns=published, kept=removed, added=added, respelled=respelled)

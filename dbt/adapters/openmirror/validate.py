@@ -179,9 +179,11 @@ class LandingZoneValidator:
                           f"{previous[1]}: a type change stops the table")
             column_types.setdefault(field.name, (field.type, path))
         names = schema.names
-        if ROW_MARKER not in names:
-            self._add(WARNING, path, f"no {ROW_MARKER} column: every row is an INSERT")
-        else:
+        if ROW_MARKER not in names and keys and ROW_MARKER in column_types:
+            # Marker-free files are the recommended full load; after marked files they insert
+            # keys again (INSERT does not deduplicate).
+            self._add(WARNING, path, f"no {ROW_MARKER} column after files with one: every row is an INSERT")
+        if ROW_MARKER in names:
             marker_type = schema.field(ROW_MARKER).type
             if not pa.types.is_integer(marker_type):
                 self._add(ERROR, path, f"{ROW_MARKER} is {marker_type}, not an integer")

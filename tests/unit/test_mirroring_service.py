@@ -1,0 +1,152 @@
+"""The restart protocol's waits: the publisher reads the service's Files/Monitoring/tables.json
+beside the landing zone and waits until a rebuilt table is gone from it before recreating the
+folder, and until it is listed again before publishing incremental files."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dbt.adapters.openmirror.errors import ServiceWaitError
+from dbt.adapters.openmirror.mirroring_service import MirroringService
+from dbt.adapters.openmirror.publisher import Publisher
+from dbt.adapters.openmirror.storage import LocalStorage
+
+TABLE = "sales.schema/orders"
+STAGED = "_scratchPad/dbt-openmirror/run-1"
+
+
+class FakeTime:
+    """A clock that the waits' sleeps advance; `on_sleep` plays the service meanwhile."""
+
+    def __init__(self, on_sleep=lambda now: None):
+        self.now = 0.0
+        self.slept = []
+        self.on_sleep = on_sleep
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+        self.on_sleep(self.now)
+
+
+@pytest.fixture
+def item(tmp_path):
+    """A mirrored database item's Files folder: LandingZone and the service's Monitoring."""
+    (tmp_path / "Files" / "LandingZone").mkdir(parents=True)
+    (tmp_path / "Files" / "Monitoring").mkdir()
+    return tmp_path / "Files"
+
+
+def service_lists(item, *tables):
+    entries = [{"sourceSchemaName": schema, "sourceTableName": table, "status": "Replicating"}
+               for schema, table in tables]
+    (item / "Monitoring" / "tables.json").write_text(json.dumps({"tables": entries}))
+
+
+def service(item, time, log=None):
+    return MirroringService(LocalStorage(item / "LandingZone"), (log or []).append, time.clock, time.sleep)
+
+
+def test_lists_reads_the_table_by_schema_folder_and_default_schema(item):
+    view = service(item, FakeTime())
+    assert view.lists(TABLE) is None  # no tables.json: nothing to tell
+    service_lists(item, ("sales", "orders"), ("", "customers"))
+    assert view.lists(TABLE) is True
+    assert view.lists("customers") is True  # no schema folder: the default schema
+    assert view.lists("Sales.schema/ORDERS") is True  # the service's names are not case-sensitive
+    assert view.lists("sales.schema/customers") is False
+
+
+def test_waiting_until_the_service_drops_a_deleted_table(item):
+    service_lists(item, ("sales", "orders"))
+    time = FakeTime(on_sleep=lambda now: now >= 5 and service_lists(item))
+    service(item, time).wait_until_dropped(TABLE, timeout_seconds=600, model="orders")
+    assert 5 <= time.now < 10 and time.slept[0] == 1
+
+
+def test_a_wait_past_its_bound_names_the_table_what_it_waited_for_and_what_to_check(item):
+    service_lists(item, ("sales", "orders"))
+    time = FakeTime()
+    with pytest.raises(ServiceWaitError) as failed:
+        service(item, time).wait_until_dropped(TABLE, timeout_seconds=120, model="orders")
+    message = str(failed.value)
+    assert "Model 'orders'" in message and "sales.orders" in message and "120" in message
+    assert "still lists" in message and "rebuild_wait_seconds" in message and "tables.json" in message
+    assert 120 <= time.now <= 135  # the pauses grow, but never far past the bound
+    service_lists(item)
+    time = FakeTime()
+    with pytest.raises(ServiceWaitError, match="has not listed table sales.orders again"):
+        service(item, time).wait_until_listed(TABLE, timeout_seconds=30, model="orders")
+
+
+def test_without_a_readable_status_it_says_so_once_and_goes_on(tmp_path):
+    log, time = [], FakeTime()
+    view = MirroringService(LocalStorage(tmp_path), log.append, time.clock, time.sleep)
+    view.wait_until_dropped(TABLE, timeout_seconds=600, model="orders")
+    view.wait_until_listed(TABLE, timeout_seconds=600, model="orders")
+    assert time.now == 0 and len(log) == 1 and "no mirroring status" in log[0]
+
+
+def test_a_status_file_caught_half_written_is_read_again(item):
+    (item / "Monitoring" / "tables.json").write_text('{"tables": [')
+    time = FakeTime(on_sleep=lambda now: service_lists(item, ("sales", "orders")))
+    service(item, time).wait_until_listed(TABLE, timeout_seconds=60, model="orders")
+    assert time.now == 1
+
+
+def stage(storage, rows, marked):
+    folder = storage.root / STAGED
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.table({"id": list(range(rows))})
+    if marked:
+        table = table.append_column("__rowMarker__", pa.array([1] * rows, pa.int32()))
+    pq.write_table(table, folder / "part-00000-x.snappy.parquet")
+
+
+def test_a_rebuild_recreates_the_folder_only_after_the_service_dropped_the_table(item):
+    """Delete the folder -> wait until the service no longer lists the table -> recreate it with
+    _metadata.json and the full load -> incremental files only once the table is listed again."""
+    storage = LocalStorage(item / "LandingZone")
+    seen = []
+
+    def the_service(now):
+        seen.append((now, (storage.root / TABLE).exists()))
+        if now >= 3:
+            service_lists(item)  # the service noticed the deletion and dropped the table
+
+    time = FakeTime(the_service)
+    publisher = Publisher(storage, MirroringService(storage, [].append, time.clock, time.sleep))
+
+    def publish(rows, rebuild, full_load):
+        stage(storage, rows, marked=not full_load)
+        state = publisher.table_state(TABLE)
+        pending = publisher.prepare(TABLE, ["id"], STAGED, state, rows, "orders", f"run-{rows}", full_load, rebuild)
+        publisher.begin(pending, service_wait_seconds=60)
+        publisher.complete(pending)
+        publisher.commit(pending)
+
+    publish(2, rebuild=False, full_load=True)
+    service_lists(item, ("sales", "orders"))
+    publish(3, rebuild=True, full_load=True)
+    assert seen and all(not exists for _, exists in seen)  # never recreated while still listed
+    assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
+
+    # The service has not listed the rebuilt table yet: the incremental file waits, and a run
+    # that gives up publishes nothing.
+    time.on_sleep = lambda now: None
+    with pytest.raises(ServiceWaitError, match="has not listed table sales.orders again"):
+        publish(1, rebuild=False, full_load=False)
+    assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
+    # Once listed, the next run publishes it (and later ones do not wait again).
+    time.on_sleep = lambda now: service_lists(item, ("sales", "orders"))
+    publish(1, rebuild=False, full_load=False)
+    waited = len(time.slept)
+    service_lists(item)  # even if the table were gone now, the table was seen listed since the rebuild
+    publish(4, rebuild=False, full_load=False)
+    assert len(time.slept) == waited
+    assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet"))[-1] == "00000000000000000003.parquet"
