@@ -25,6 +25,7 @@ from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, re
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, scratch_path
 from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
 from dbt.adapters.openmirror.mirroring_service import MirroringService
+from dbt.adapters.openmirror.model_warnings import warn
 from dbt.adapters.openmirror.publisher import (
     PendingPublish,
     PublishedFiles,
@@ -124,7 +125,7 @@ class OpenMirrorAdapter(SparkAdapter):
     def _warn(self, message: str) -> None:
         """A warning about the running model: logged now, and counted with its result (a
         rebuild, a full reload, a recovery or a takeover is never silent)."""
-        logger.warning(message)
+        warn(message)
         self._warnings().append(message)
 
     def _warnings(self) -> List[str]:
