@@ -64,3 +64,42 @@ def test_one_spelling_for_the_profile_and_urls_for_spark_and_monitoring():
 def test_refused_with_the_reason(url, message):
     with pytest.raises(LandingZoneConfigError, match=message):
         parse_location(url)
+
+
+ONELAKE = "onelake.dfs.fabric.microsoft.com"
+
+
+@pytest.mark.parametrize(
+    "url, segment, message",
+    [
+        # An encoded separator inside the item segment would reach another item of the workspace.
+        (f"https://{ONELAKE}/{WS}/x%2F..%2F{ITEM}/Files/LandingZone", f"x%2F..%2F{ITEM}", "encodes a path separator"),
+        (f"https://{ONELAKE}/{WS}/x%2f..%2f{ITEM}/Files/LandingZone", f"x%2f..%2f{ITEM}", "encodes a path separator"),
+        (f"https://{ONELAKE}/{WS}/x%5C{ITEM}/Files/LandingZone", f"x%5C{ITEM}", "encodes a path separator"),
+        (f"https://{ONELAKE}/{WS}/x%5c{ITEM}/Files/LandingZone", f"x%5c{ITEM}", "encodes a path separator"),
+        # ... or inside the workspace, in either form.
+        (f"https://{ONELAKE}/{WS}%2F..%2Fother/{ITEM}/Files/LandingZone", f"{WS}%2F..%2Fother", "encodes a path separator"),
+        (f"abfss://{WS}%2F..%2Fother@{ONELAKE}/{ITEM}/Files/LandingZone", f"{WS}%2F..%2Fother", "encodes a path separator"),
+        (f"abfss://{WS}@{ONELAKE}/x%2F{ITEM}/Files/LandingZone", f"x%2F{ITEM}", "encodes a path separator"),
+        ("https://a.dfs.core.windows.net/c/lz%2F..%2F..%2Fother", "lz%2F..%2F..%2Fother", "encodes a path separator"),
+        (f"https://{ONELAKE}/{WS}/%2E%2E/Files/LandingZone", "%2E%2E", "encodes '.' or '..'"),
+        ("https://a.dfs.core.windows.net/c/x/%2e/y", "%2e", "encodes '.' or '..'"),
+        ("https://a.dfs.core.windows.net/c/x/.%2E/y", ".%2E", "encodes '.' or '..'"),
+        (f"abfss://%2E%2E@{ONELAKE}/{ITEM}/Files/LandingZone", "%2E%2E", "encodes '.' or '..'"),
+        # Decoded once, these still hold an escape: whoever decodes again would see a separator.
+        (f"https://{ONELAKE}/{WS}/x%252F{ITEM}/Files/LandingZone", f"x%252F{ITEM}", "percent-encoded twice"),
+        ("https://a.dfs.core.windows.net/c/%252E%252E", "%252E%252E", "percent-encoded twice"),
+        (f"abfss://{WS}%255C@{ONELAKE}/{ITEM}/Files/LandingZone", f"{WS}%255C", "percent-encoded twice"),
+        ("https://a.dfs.core.windows.net/c/x%FFy", "x%FFy", "not percent-encoded UTF-8"),
+    ],
+)
+def test_encoded_separators_and_dot_segments_are_refused_naming_the_segment(url, segment, message):
+    with pytest.raises(LandingZoneConfigError, match=message) as refused:
+        parse_location(url)
+    assert repr(segment) in str(refused.value)
+
+
+def test_the_last_segment_is_not_cut_at_a_semicolon():
+    # urlparse would take ";v=1" for parameters and silently drop it.
+    assert parse_location("https://a.dfs.core.windows.net/c/lz;v=1").root == "lz;v=1"
+    assert parse_location("https://a.dfs.core.windows.net/c/%41b").root == "Ab"

@@ -11,6 +11,7 @@ def test_paths_and_file_urls(tmp_path):
     assert local_root(str(tmp_path)) == tmp_path
     assert local_root(f"file://{tmp_path}/a%20b") == tmp_path / "a b"
     assert local_root("file:///x/../y") == local_root("/y")
+    assert local_root(f"file://{tmp_path}/%41b") == tmp_path / "Ab"
 
 
 @pytest.mark.parametrize(
@@ -21,6 +22,25 @@ def test_paths_and_file_urls(tmp_path):
     ],
 )
 def test_unusable_locations(value, message):
+    with pytest.raises(LandingZoneConfigError, match=message):
+        local_root(value)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("file:///data/a%2Fb", "encodes a path separator"),
+        ("file:///data/a%2f..%2fb", "encodes a path separator"),
+        ("file:///data/a%5Cb", "encodes a path separator"),
+        ("file:///data/%2E%2E/etc", "encodes '.' or '..'"),
+        ("file:///data/a%252Fb", "percent-encoded twice"),
+        ("file:///data/a%FFb", "not percent-encoded UTF-8"),
+        ("file:///data/a%00b", "control character"),
+        ("file:///data/lz?x=1", "no query string or fragment"),
+        ("file:///data/lz#x", "no query string or fragment"),
+    ],
+)
+def test_file_urls_are_decoded_once_and_checked(value, message):
     with pytest.raises(LandingZoneConfigError, match=message):
         local_root(value)
 

@@ -1,25 +1,39 @@
 """The dbt Cloud webhook receiver, over real HTTP on loopback: only signed, fresh, first-seen
 `job.run.completed` events trigger a publish; the answer never waits for the publish; triggers
-during a publish coalesce into one more."""
+during a publish coalesce into one more. Malformed and slow requests are refused within bounds
+(raw sockets send what a well-behaved client would not)."""
 
 import http.client
 import json
 import logging
+import select
+import socket
 import threading
+import time
+import unicodedata
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from email.message import Message
+from typing import Optional, Tuple
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dbt.adapters.openmirror.cli import WEBHOOK_SECRET_VARIABLE, _webhook_receiver, main, parser
+from dbt.adapters.openmirror.http_limits import ConnectionSlots
 from tests.mirror_oracle import replay
 from tests.unit.package_staging import FOLDER, stage_run
 from dbt.adapters.openmirror.webhook import (
     WEBHOOK_PATH,
     RecentEvents,
+    Rejected,
+    WebhookEvent,
     WebhookReceiver,
+    declared_length,
+    parse_event,
     parse_timestamp,
     sign,
 )
@@ -64,6 +78,50 @@ def request(url: str, body: bytes = b"", authorization=None, method="POST", path
 def deliver(url: str, body: bytes, secret: bytes = SECRET) -> int:
     """What dbt Cloud does: POST the body signed with the secret; the status code."""
     return request(url, body, authorization=sign(secret, body))[0]
+
+
+def connect(url: str) -> socket.socket:
+    parts = urlsplit(url)
+    return socket.create_connection((parts.hostname, parts.port), timeout=WAIT)
+
+
+def raw_exchange(url: str, data: bytes, end_body: bool = False) -> Tuple[Optional[int], str]:
+    """Send `data` as it is (`end_body`: then close our side); (status, body) of the answer, or
+    (None, "") when the receiver closed the connection without one."""
+    with connect(url) as sock:
+        sock.sendall(data)
+        if end_body:
+            sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    head, _, body = answer.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/"):
+        return None, ""
+    return int(head.split()[1]), body.decode()
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """True once the receiver has closed `sock` (never blocks)."""
+    if not select.select([sock], [], [], 0)[0]:
+        return False
+    try:
+        return sock.recv(65536) == b""
+    except ConnectionError:
+        return True
+
+
+def eventually(condition) -> bool:
+    """Whether `condition()` holds within WAIT seconds."""
+    until = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 class Publishes:
@@ -140,14 +198,24 @@ def test_an_event_outside_the_time_window_is_refused(offset):
     assert publishes.count == 1
 
 
-def test_a_replayed_event_is_refused():
+def test_a_retried_delivery_is_acknowledged_without_a_second_publish():
+    """dbt Cloud retries a delivery whose answer it did not get (10 s timeout, lost answer): the
+    retry is the same signed body. A captured request sent again is indistinguishable and equally
+    harmless: acknowledged, nothing done."""
     publishes = Publishes()
-    body = event(event_id="wev_replayed")
+    body = event(event_id="wev_retried")
     with receiving(publishes) as url:
         assert deliver(url, body) == 202
-        assert deliver(url, body) == 401
-        # Re-signing a fresh body does not help an event id that was already accepted.
-        assert deliver(url, event(event_id="wev_replayed")) == 401
+        assert publishes.wait_for(1)
+        status, _, text = request(url, body, authorization=sign(SECRET, body))
+        assert (status, text.strip()) == (200, "already received")
+        # Re-signed with another body, the event id is still the one already acted on.
+        assert deliver(url, event(event_id="wev_retried")) == 200
+        # Without the signature it learns nothing, duplicate or not.
+        status, _, text = request(url, body, authorization="0" * 64)
+        assert (status, text.strip()) == (401, "missing or invalid signature")
+        # The time window still refuses an old one, seen before or not.
+        assert deliver(url, event(event_id="wev_retried", timestamp=dbt_cloud_time(-400))) == 401
     assert publishes.count == 1
 
 
@@ -160,7 +228,13 @@ def test_a_replayed_event_is_refused():
     json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": dbt_cloud_time()}).encode(),
     json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": dbt_cloud_time(),
                 "data": {"runId": "1"}}).encode(),
-], ids=["text", "not-utf8", "array", "bad-timestamp", "no-event-id", "no-data", "no-job-id"])
+    b"[" * 60_000,  # deeper than Python's recursion limit, within the size limit
+    b'{"data": ' * 6_000,
+    b'{"eventId": ' + b"1" * 5000 + b"}",  # more digits than int() converts
+    json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": "\u0662023-01-31T19:29:35Z",
+                "data": {"jobId": "1"}}).encode(),  # an Arabic-Indic digit in the year
+], ids=["text", "not-utf8", "array", "bad-timestamp", "no-event-id", "no-data", "no-job-id", "deeply-nested-array",
+        "deeply-nested-object", "huge-number", "non-ascii-digit"])
 def test_a_signed_body_that_is_not_an_event_is_a_bad_request(body):
     publishes = Publishes()
     with receiving(publishes) as url:
@@ -203,6 +277,139 @@ def test_path_method_and_size_are_checked():
         assert publishes.wait_for(1)
     assert publishes.count == 1
     assert WEBHOOK_PATH in url
+
+
+AUTHORIZED = b"Authorization: " + sign(SECRET, b"").encode() + b"\r\n"
+
+
+@pytest.mark.parametrize("framing, status, reason", [
+    (b"Content-Length: -1\r\n", 400, "invalid Content-Length"),
+    ("Content-Length: \uff11\uff12\r\n".encode(), 400, "invalid Content-Length"),  # full-width digits
+    (b"Content-Length: \xb2\r\n", 400, "invalid Content-Length"),  # '²' in Latin-1: str.isdigit() says yes
+    (b"Content-Length: 1e3\r\n", 400, "invalid Content-Length"),
+    (b"Content-Length: +12\r\n", 400, "invalid Content-Length"),
+    (b"Content-Length: 12, 12\r\n", 400, "invalid Content-Length"),
+    (b"Content-Length:\r\n", 400, "invalid Content-Length"),
+    (b"Content-Length: 12\r\nContent-Length: 12\r\n", 400, "more than one Content-Length"),
+    (b"Content-Length: " + b"9" * 5000 + b"\r\n", 413, "body larger than"),
+    (b"Content-Length: 99999999999999999999999\r\n", 413, "body larger than"),
+    (b"Transfer-Encoding: chunked\r\nContent-Length: 12\r\n", 400, "Transfer-Encoding with Content-Length"),
+    (b"Content-Length: 12\r\nTransfer-Encoding: chunked\r\n", 400, "Transfer-Encoding with Content-Length"),
+    (b"Transfer-Encoding: chunked\r\n", 411, "chunked"),
+], ids=["negative", "full-width", "superscript", "exponent", "plus", "list", "empty", "twice", "5000-digits",
+        "beyond-int64", "te-then-cl", "cl-then-te", "chunked"])
+def test_malformed_framing_is_refused_before_any_body_is_read(framing, status, reason):
+    publishes = Publishes()
+    with receiving(publishes) as url:
+        answer = raw_exchange(url, b"POST /webhook HTTP/1.1\r\nHost: x\r\n" + AUTHORIZED + framing + b"\r\n")
+        assert answer[0] == status and reason in answer[1]
+        assert deliver(url, event()) == 202  # and the receiver goes on
+    assert publishes.count == 1
+
+
+def test_a_body_shorter_than_its_content_length_is_a_bad_request():
+    body = event()
+    head = b"POST /webhook HTTP/1.0\r\nContent-Length: %d\r\nAuthorization: %s\r\n\r\n" % (
+        len(body) + 10, sign(SECRET, body).encode())
+    with receiving(Publishes()) as url:
+        status, text = raw_exchange(url, head + body, end_body=True)
+    assert status == 400 and "shorter than its Content-Length" in text
+
+
+@pytest.mark.parametrize("target", ["http://[/webhook", "http://elsewhere/webhook", "/webhook/../webhook"])
+def test_other_request_targets_are_not_the_webhook(target):
+    """Only the path itself: an absolute URL is not taken apart (nor does it raise)."""
+    publishes = Publishes()
+    body = event()
+    head = b"POST %s HTTP/1.0\r\nContent-Length: %d\r\nAuthorization: %s\r\n\r\n" % (
+        target.encode(), len(body), sign(SECRET, body).encode())
+    with receiving(publishes) as url:
+        assert raw_exchange(url, head + body)[0] == 404
+    assert publishes.count == 0
+
+
+@pytest.mark.parametrize("drip", [b"", b"POST /webhook HTTP/1.0\r\nX-Padding: " + b"a" * 1000],
+                         ids=["idle", "one-byte-at-a-time"])
+def test_a_request_not_complete_by_its_deadline_is_cut_off(drip):
+    """The socket timeout restarts with every byte; the deadline is for the whole request."""
+    with receiving(Publishes(), request_seconds=1) as url:
+        with connect(url) as sock:
+            def cut_off():
+                if drip and not closed_by_peer(sock):
+                    try:
+                        sock.send(drip[:1])
+                    except ConnectionError:
+                        return True
+                    time.sleep(0.1)  # a byte every 0.1 s: never quiet long enough for a per-read timeout
+                return closed_by_peer(sock)
+            assert eventually(cut_off)
+
+
+def test_slow_clients_beyond_the_connection_cap_neither_add_threads_nor_starve_a_delivery():
+    cap = 4
+    publishes = Publishes()
+    # Their deadline is far away: only the cap can make room before it.
+    with receiving(publishes, max_connections=cap, request_seconds=60) as url:
+        baseline = threading.active_count()
+        slow = []
+        for _ in range(3 * cap):
+            slow.append(connect(url))
+            slow[-1].sendall(b"POST /webhook HTTP/1.0\r\n")
+        try:
+            closed = set()
+            def cap_holds():
+                closed.update(i for i, sock in enumerate(slow) if i not in closed and closed_by_peer(sock))
+                return len(closed) >= len(slow) - cap
+            assert eventually(cap_holds)
+            assert eventually(lambda: threading.active_count() - baseline <= cap)
+            # The oldest slow clients made room; a delivery is answered at once, not after 60 s.
+            assert deliver(url, event()) == 202
+            assert publishes.wait_for(1)
+        finally:
+            for sock in slow:
+                sock.close()
+    assert publishes.count == 1
+
+
+def test_only_connections_still_receiving_give_way_to_new_ones():
+    """A connection whose request is in is answered in moments: it is never cut off for a newcomer,
+    which is closed instead when no slot frees up."""
+    slots = ConnectionSlots(limit=1, request_seconds=60)
+    pairs = [socket.socketpair() for _ in range(3)]
+    try:
+        (answering, _), (newcomer, _), (later, _) = pairs
+        assert slots.admit(answering)
+        slots.received(answering)
+        assert not slots.admit(newcomer)
+        assert not slots.connection(answering).evicted
+        slots.release(answering)
+        assert slots.admit(later)
+    finally:
+        for pair in pairs:
+            for sock in pair:
+                sock.close()
+
+
+def test_what_clients_send_reaches_the_logs_escaped(caplog):
+    """Control characters and terminal escape sequences from the request line or a signed body
+    would forge log lines or rewrite the operator's terminal."""
+    hostile = "\r\n2026-01-01 INFO publish finished\x1b]0;owned\x07\x1b[2J\u202e"
+    publishes = Publishes()
+    with caplog.at_level(logging.DEBUG, logger="dbt.adapters.openmirror.webhook"):
+        with receiving(publishes) as url:
+            path = b"/webhook\x1b]0;owned\x07\x1b[2J\x9b31m"
+            assert raw_exchange(url, b"POST " + path + b" HTTP/1.0\r\nContent-Length: 0\r\n\r\n")[0] == 404
+            assert raw_exchange(url, b"GET /\x1b[31m\x7f HTTP/1.0\r\n\r\n")[0] == 404
+            assert raw_exchange(url, b"BREW /\x1b[31m HTTP/1.0\r\n\r\n")[0] == 501
+            body = event(event_id="wev_" + hostile, job_id="1" + hostile)
+            assert deliver(url, body) == 202
+            assert deliver(url, body) == 200
+            assert deliver(url, event(event_type="job.run." + hostile)) == 200
+            assert publishes.wait_for(1)
+    assert "\\x1b" in caplog.text  # logged, escaped
+    for record in caplog.records:
+        message = record.getMessage()
+        assert not [c for c in message if unicodedata.category(c).startswith("C")], message
 
 
 def test_triggers_during_a_publish_coalesce_into_one_more():
@@ -287,3 +494,50 @@ def test_cli_receiver_publishes_the_staged_runs_of_its_landing_zone(tmp_path, mo
         assert deliver(receiver.url, event(job_id="7")) == 202
     # Stopping the receiver finishes the publish under way.
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+TIMESTAMPS = st.from_regex(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,12})?(Z|[+-]\d{2}:\d{2})", fullmatch=True)
+EVENTS = st.fixed_dictionaries({
+    "eventId": st.text() | JSON,
+    "eventType": st.sampled_from(["job.run.completed", "job.run.started"]) | JSON,
+    "timestamp": TIMESTAMPS | JSON,
+    "data": JSON | st.fixed_dictionaries(
+        {"jobId": st.text() | st.integers() | JSON, "runId": JSON, "runStatus": JSON}
+    ),
+})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=300) | JSON.map(json.dumps).map(str.encode) | EVENTS.map(json.dumps).map(str.encode))
+def test_any_body_parses_to_an_event_or_a_bad_request(body):
+    try:
+        parsed = parse_event(body)
+    except Rejected as refusal:
+        assert refusal.status == 400
+    else:
+        assert isinstance(parsed, WebhookEvent) and parsed.event_id and parsed.job_id
+        assert isinstance(parsed.timestamp, float)
+
+
+HEADER_TEXT = st.text(st.characters(max_codepoint=255, blacklist_characters="\r\n"), max_size=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["Content-Length", "content-length", "Transfer-Encoding"]),
+                          HEADER_TEXT | st.from_regex(r"[0-9]{1,30}", fullmatch=True)), max_size=3))
+def test_any_framing_gives_a_length_within_the_limit_or_a_refusal(headers):
+    message = Message()
+    for name, value in headers:
+        message[name] = value
+    try:
+        length = declared_length(message, 4096)
+    except Rejected as refusal:
+        assert refusal.status in (400, 411, 413)
+    else:
+        [value] = [v for n, v in headers]  # exactly one header, a Content-Length
+        assert 0 <= length <= 4096 and length == int(value.strip(" \t"))

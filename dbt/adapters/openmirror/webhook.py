@@ -24,9 +24,10 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from typing import Callable, Iterable, Optional, Tuple
-from urllib.parse import urlsplit
+
+from dbt.adapters.openmirror.http_limits import BoundedHTTPServer, BoundedRequestHandler, ConnectionSlots
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +36,17 @@ COMPLETED = "job.run.completed"
 DEFAULT_MAX_AGE_SECONDS = 300
 DEFAULT_MAX_BODY_BYTES = 64 * 1024  # dbt Cloud's payloads are well under 2 KiB
 DEFAULT_REMEMBERED_EVENTS = 10_000
+# dbt Cloud gives up on an answer after 10 s: a request still arriving by then is not dbt Cloud's.
+DEFAULT_REQUEST_SECONDS = 10.0
+# One delivery per finished job, answered in milliseconds: a few connections at once is plenty.
+DEFAULT_MAX_CONNECTIONS = 32
+_LOGGED_CHARACTERS = 200
 
-_TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})")
+# ASCII digits: `\d` would also take other scripts' digits, which float() then reads.
+_TIMESTAMP = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class Rejected(Exception):
@@ -46,6 +56,13 @@ class Rejected(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+
+
+def loggable(text: str) -> str:
+    """`text` as printable ASCII, shortened: what a client sent never brings control characters or
+    terminal escape sequences into the logs (a forged line, a rewritten terminal)."""
+    escaped = text.encode("unicode_escape").decode("ascii")
+    return escaped if len(escaped) <= _LOGGED_CHARACTERS else escaped[:_LOGGED_CHARACTERS] + "..."
 
 
 @dataclass(frozen=True)
@@ -81,12 +98,42 @@ def signature_matches(secret: bytes, body: bytes, authorization: Optional[str]) 
     return hmac.compare_digest(sign(secret, body).encode(), authorization.strip().lower().encode())
 
 
+def declared_length(headers: Message, limit: int) -> int:
+    """The body length a request declares; Rejected unless it is one plain `Content-Length` of at
+    most `limit` bytes. Anything else is refused rather than interpreted: two framings (or two
+    lengths) are how requests get smuggled past a proxy that reads the other one."""
+    if headers.get_all("Transfer-Encoding"):
+        if headers.get_all("Content-Length"):
+            raise Rejected(400, "Transfer-Encoding with Content-Length")
+        raise Rejected(411, "chunked or other transfer codings are not accepted: send Content-Length")
+    lengths = headers.get_all("Content-Length") or []
+    if not lengths:
+        raise Rejected(411, "Content-Length required")
+    if len(lengths) > 1:
+        raise Rejected(400, "more than one Content-Length")
+    text = lengths[0].strip(" \t")
+    # ASCII digits only: str.isdigit and int() also take '²' or full-width digits.
+    if not _DIGITS.fullmatch(text):
+        raise Rejected(400, "invalid Content-Length")
+    # Compared by its digits first: int() refuses strings of more than 4300 digits.
+    if len(text.lstrip("0")) > len(str(limit)) or int(text) > limit:
+        raise Rejected(413, f"body larger than {limit} bytes")
+    return int(text)
+
+
+def _scalar_text(value: object) -> str:
+    """A string or integer of the payload as text; anything else is not one of its identifiers."""
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+
+
 def parse_event(body: bytes) -> WebhookEvent:
     """The fields the receiver relies on; Rejected(400) when the body is not such an event."""
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, or a number of more digits than int() takes
         raise Rejected(400, f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise Rejected(400, "the body is not a dbt Cloud event (nested too deeply)") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
         raise Rejected(400, "the body is not a dbt Cloud event (no 'data' object)")
     data = payload["data"]
@@ -94,21 +141,22 @@ def parse_event(body: bytes) -> WebhookEvent:
                         ("timestamp", payload.get("timestamp"))):
         if not isinstance(value, str) or not value:
             raise Rejected(400, f"the event has no '{name}' string")
-    job_id = data.get("jobId")
-    if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
+    job_id = _scalar_text(data.get("jobId"))
+    if not job_id:
         raise Rejected(400, "the event has no 'data.jobId'")
     try:
         timestamp = parse_timestamp(payload["timestamp"])
     except ValueError as exc:
         raise Rejected(400, str(exc)) from None
     return WebhookEvent(
-        payload["eventId"], payload["eventType"], timestamp, str(job_id),
-        str(data.get("runId", "")), str(data.get("runStatus", "")),
+        payload["eventId"], payload["eventType"], timestamp, job_id,
+        _scalar_text(data.get("runId")), _scalar_text(data.get("runStatus")),
     )
 
 
 class RecentEvents:
-    """The ids of events accepted lately, to refuse a captured request sent again.
+    """The ids of events accepted lately, so that one sent again (dbt Cloud's retry, or a captured
+    request replayed) does nothing more.
 
     An event accepted at time t carries a timestamp at most `max_age` ahead of t, so after t + 2 *
     max_age the staleness check refuses it anyway and its id can be forgotten. `limit` bounds the
@@ -121,7 +169,7 @@ class RecentEvents:
         self._lock = threading.Lock()
 
     def remember(self, event_id: str, now: float) -> bool:
-        """True if `event_id` is new (and is now remembered); False for a replay."""
+        """True if `event_id` is new (and is now remembered); False if it was seen already."""
         with self._lock:
             while self._accepted and next(iter(self._accepted.values())) < now - self._keep_seconds:
                 self._accepted.popitem(last=False)
@@ -181,7 +229,8 @@ class PublishWorker:
 class WebhookReceiver:
     """An HTTP server answering dbt Cloud's webhooks on `WEBHOOK_PATH`; verified
     `job.run.completed` events (of the jobs in `job_ids`, when given) trigger `publish` in the
-    background and are answered 202 at once."""
+    background and are answered 202 at once. Each request must arrive within `request_seconds`;
+    at most `max_connections` are served at once."""
 
     def __init__(
         self,
@@ -193,6 +242,8 @@ class WebhookReceiver:
         max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS,
         job_ids: Iterable[object] = (),
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        request_seconds: float = DEFAULT_REQUEST_SECONDS,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ):
         if not secret:
             raise ValueError("the webhook secret is empty")
@@ -201,7 +252,9 @@ class WebhookReceiver:
         self._job_ids = frozenset(str(j) for j in job_ids)
         self.max_body_bytes = max_body_bytes
         self._recent = RecentEvents(max_age_seconds)
-        self._server = ThreadingHTTPServer((host, port), _WebhookHandler)
+        self._server = BoundedHTTPServer(
+            (host, port), _WebhookHandler, ConnectionSlots(max_connections, request_seconds)
+        )
         self._server.receiver = self
         self._worker = PublishWorker(publish)
         self._serving: Optional[threading.Thread] = None
@@ -224,7 +277,11 @@ class WebhookReceiver:
         if self._serving is not None:
             self._server.shutdown()
             self._serving.join()
+        self._close()
+
+    def _close(self) -> None:
         self._server.server_close()
+        self._server.slots.evict_receiving()
         self._worker.stop()
 
     def serve_forever(self) -> None:
@@ -232,8 +289,7 @@ class WebhookReceiver:
         try:
             self._server.serve_forever()
         finally:
-            self._server.server_close()
-            self._worker.stop()
+            self._close()
 
     def __enter__(self) -> "WebhookReceiver":
         return self.start()
@@ -248,11 +304,18 @@ class WebhookReceiver:
             raise Rejected(401, "missing or invalid signature")
         event = parse_event(body)
         now = time.time()
+        # Before the duplicate check: a request older than the window is refused, seen or not.
         if abs(now - event.timestamp) > self._max_age:
             raise Rejected(401, f"event timestamp is more than {self._max_age:g} s away from now")
+        described = (
+            f"{loggable(event.event_type)} {loggable(event.event_id)} "
+            f"(job {loggable(event.job_id)}, run {loggable(event.run_id)})"
+        )
         if not self._recent.remember(event.event_id, now):
-            raise Rejected(401, f"event {event.event_id} was already received")
-        described = f"{event.event_type} {event.event_id} (job {event.job_id}, run {event.run_id})"
+            # dbt Cloud retrying a delivery whose answer it missed (or a replay of one, which
+            # gains nothing): the event was acted on once, so acknowledge it and do nothing.
+            logger.info("ignored %s: already received", described)
+            return 200, "already received"
         if event.event_type != COMPLETED:
             logger.info("ignored %s: not %s", described, COMPLETED)
             return 200, f"ignored: not {COMPLETED}"
@@ -261,44 +324,50 @@ class WebhookReceiver:
             return 200, "ignored: job not selected"
         # Failed runs too: the models that succeeded staged their files, as they would have
         # published them outside package mode.
-        logger.info("publish requested by %s, run status %s", described, event.run_status or "?")
+        logger.info("publish requested by %s, run status %s", described, loggable(event.run_status) or "?")
         self._worker.trigger()
         return 202, "publish requested"
 
 
-class _WebhookHandler(BaseHTTPRequestHandler):
+class _WebhookHandler(BoundedRequestHandler):
     server_version = "dbt-openmirror-webhook"
-    timeout = 10  # a client stalling mid-request does not hold a thread for ever
 
     def do_POST(self) -> None:
         receiver: WebhookReceiver = self.server.receiver
         try:
             body = self._read_body(receiver.max_body_bytes)
-            if urlsplit(self.path).path != WEBHOOK_PATH:
+            if not self._is_webhook_path():
                 raise Rejected(404, "not found")
             status, message = receiver.receive(self.headers.get("Authorization"), body)
         except Rejected as refusal:
-            logger.warning("refused %s %s: %s (%d)", self.command, self.path, refusal.reason, refusal.status)
+            logger.warning("refused %s %s: %s (%d)",
+                           self.command, loggable(self.path), loggable(refusal.reason), refusal.status)
             status, message = refusal.status, refusal.reason
         self._answer(status, message)
 
     def _refuse_method(self) -> None:
-        if urlsplit(self.path).path != WEBHOOK_PATH:
+        self.request_received()  # no body to read
+        if not self._is_webhook_path():
             self._answer(404, "not found")
         else:
             self._answer(405, "only POST", {"Allow": "POST"})
 
     do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _refuse_method
 
+    def _is_webhook_path(self) -> bool:
+        # The path itself, a query string aside; not taken apart as a URL (an absolute form
+        # would name a host, and a malformed one would raise).
+        return self.path.partition("?")[0] == WEBHOOK_PATH
+
     def _read_body(self, limit: int) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            raise Rejected(411, "Content-Length required")
-        if not length.isdigit():
-            raise Rejected(400, "invalid Content-Length")
-        if int(length) > limit:
-            raise Rejected(413, f"body larger than {limit} bytes")
-        return self.rfile.read(int(length))
+        try:
+            length = declared_length(self.headers, limit)
+            body = self.rfile.read(length)
+        finally:
+            self.request_received()
+        if len(body) < length:
+            raise Rejected(400, "the body is shorter than its Content-Length")
+        return body
 
     def _answer(self, status: int, message: str, headers: Optional[dict] = None) -> None:
         data = (message + "\n").encode()
@@ -310,4 +379,7 @@ class _WebhookHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def log_message(self, format: str, *args) -> None:  # the request line only, never headers
-        logger.debug("%s %s", self.address_string(), format % args)
+        logger.debug("%s %s", self.address_string(), loggable(format % args))
+
+    def log_error(self, format: str, *args) -> None:  # malformed requests, timeouts
+        logger.warning("%s %s", self.address_string(), loggable(format % args))

@@ -2,26 +2,32 @@
 
 from pathlib import Path
 from typing import Optional
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 from dbt.adapters.openmirror.storage.local import LocalStorage
-from dbt.adapters.openmirror.storage.location import is_remote, parse_location
+from dbt.adapters.openmirror.storage.location import decode_segment, is_remote, parse_location
 
 __all__ = ["LandingZoneStorage", "LocalStorage", "canonical_landing_zone", "local_root", "open_landing_zone"]
 
 
 def local_root(landing_zone: str) -> Path:
-    """The absolute folder of a local landing zone (a path or a file:// URL)."""
-    parsed = urlparse(landing_zone)
+    """The absolute folder of a local landing zone (a path or a file:// URL, whose segments are
+    decoded and checked as a remote URL's)."""
+    parsed = urlsplit(landing_zone)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise LandingZoneConfigError(
                 f"landing_zone {landing_zone!r}: file:// URLs must name a local path (file:///...)"
             )
-        path = Path(unquote(parsed.path))
+        if "?" in landing_zone or "#" in landing_zone:
+            raise LandingZoneConfigError(
+                f"landing_zone {landing_zone!r}: no query string or fragment in a file:// URL "
+                "(a '?' or '#' in a folder name is written %3F or %23)"
+            )
+        path = Path("/".join(decode_segment(s, landing_zone) for s in parsed.path.split("/")))
     elif parsed.scheme and len(parsed.scheme) > 1:  # "C:\\..." parses as scheme "c"
         raise LandingZoneConfigError(
             f"landing_zone {landing_zone!r}: unknown scheme '{parsed.scheme}://' (expected a local "

@@ -7,12 +7,15 @@ Accepted forms (spec section 1):
 - the same in ABFS form: `abfss://<workspace>@onelake.dfs.fabric.microsoft.com/<item>/Files/LandingZone`;
 - any other DFS endpoint, e.g. ADLS Gen2 `https://<account>.dfs.core.windows.net/<filesystem>/<path>`
   (or a local stand-in `https://127.0.0.1:<port>/<filesystem>/<path>`).
+
+Each path segment (and the `<workspace>@` of the ABFS form) is percent-decoded exactly once, before
+it is checked.
 """
 
 import re
 from dataclasses import dataclass
 from typing import List, Optional
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import quote, unquote, urlparse, urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 
@@ -21,7 +24,10 @@ ONELAKE_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.dfs\.fabric\.microsoft\.com$
 _ONELAKE_BLOB_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.blob\.fabric\.microsoft\.com$")
 LANDING_ZONE_PATH = ("Files", "LandingZone")
 MONITORING_PATH = ("Files", "Monitoring")
-_BAD_SEGMENT = re.compile(r'[\x00-\x1f\x7f\\*?"<>|]')
+_BAD_SEGMENT = re.compile(r'[\\*?"<>|]')
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ENCODED_SEPARATOR = re.compile(r"%(2f|5c)", re.IGNORECASE)
+_ESCAPE = re.compile(r"%[0-9a-f]{2}", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,34 @@ def is_remote(landing_zone: str) -> bool:
     return urlparse(landing_zone).scheme.lower() in REMOTE_SCHEMES
 
 
+def decode_segment(segment: str, landing_zone: str) -> str:
+    """One segment of a landing zone URL's path, percent-decoded once.
+
+    Decoded before anything checks the name, and refused when an escape would make it anything but
+    one folder's name: an encoded separator (`%2F`, `%5C`) splits it into two (another workspace
+    or item), an encoded `.` or `..` climbs, and an escape still there after decoding (`%252F`)
+    becomes a separator for whoever decodes again."""
+
+    def refused(why: str) -> LandingZoneConfigError:
+        return LandingZoneConfigError(f"landing_zone {landing_zone!r}: the path segment {segment!r} {why}")
+
+    try:
+        name = unquote(segment, errors="strict")
+    except UnicodeDecodeError:
+        raise refused("is not percent-encoded UTF-8") from None
+    if _ENCODED_SEPARATOR.search(segment):
+        raise refused("encodes a path separator; write each folder as a segment of its own")
+    if name in (".", "..") and name != segment:
+        raise refused("encodes '.' or '..'")
+    if _ESCAPE.search(name):
+        raise refused(f"is percent-encoded twice ({name!r} after decoding); encode it once")
+    if _CONTROL.search(name):
+        raise refused("holds a control character: it cannot be part of a landing zone path")
+    return name
+
+
 def _segments(path: str, landing_zone: str) -> List[str]:
-    segments = [unquote(s) for s in path.split("/") if s]
+    segments = [decode_segment(s, landing_zone) for s in path.split("/") if s]
     for segment in segments:
         if segment in (".", "..") or _BAD_SEGMENT.search(segment):
             raise LandingZoneConfigError(
@@ -73,7 +105,8 @@ def _segments(path: str, landing_zone: str) -> List[str]:
 
 def parse_location(landing_zone: str) -> DfsLocation:
     """Split a OneLake / ADLS Gen2 landing zone URL, or say what is wrong with it."""
-    parsed = urlparse(landing_zone)
+    # urlsplit, not urlparse: urlparse would cut `;...` off the last segment as "parameters".
+    parsed = urlsplit(landing_zone)
     scheme = parsed.scheme.lower()
     if scheme in ("http", "abfs"):
         raise LandingZoneConfigError(
