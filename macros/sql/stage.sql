@@ -23,11 +23,17 @@ select /*+ {{ 'REPARTITION' if shuffle else 'COALESCE' }}({{ writers | int }}) *
     are all new (and may carry no marker column): they are counted from the footers. -#}
 {%- macro openmirror_marker_counts_sql(uri, full_load, change_markers) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {{ om.openmirror_count_markers_sql('parquet.' ~ om.openmirror_quote(uri), full_load, change_markers) }}
+{%- endmacro -%}
+
+{#- Rows per marker of `source` (a table, or a subquery with its alias). -#}
+{%- macro openmirror_count_markers_sql(source, full_load, change_markers) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 {%- if full_load -%}
-select {{ om.openmirror_new_marker(change_markers) }} as marker, count(*) as row_count from parquet.{{ om.openmirror_quote(uri) }}
+select {{ om.openmirror_new_marker(change_markers) }} as marker, count(*) as row_count from {{ source }}
 {%- else -%}
 select `__rowMarker__` as marker, count(*) as row_count
-from parquet.{{ om.openmirror_quote(uri) }} group by `__rowMarker__`
+from {{ source }} group by `__rowMarker__`
 {%- endif -%}
 {%- endmacro -%}
 
@@ -48,6 +54,14 @@ select count(*) from {{ relation }}
 {%- macro openmirror_snapshot_record_sql(relation, properties) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 alter table {{ relation }} set tblproperties ({{ om.openmirror_properties(properties) }})
+{%- endmacro -%}
+
+{#- Table properties no longer true (a held snapshot once its change is published). -#}
+{%- macro openmirror_unset_properties_sql(relation, keys) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set quoted = [] -%}
+  {%- for key in keys -%}{%- do quoted.append(om.openmirror_string(key)) -%}{%- endfor -%}
+alter table {{ relation }} unset tblproperties if exists ({{ quoted | join(', ') }})
 {%- endmacro -%}
 
 {#- Columns the model dropped stay in the snapshot (NULL from now on), as the mirror keeps them.

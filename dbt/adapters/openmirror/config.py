@@ -11,6 +11,9 @@ COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
 ROW_MARKER_POSITIONS = ("last", "first")
 ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", "ignore")
+#: When a run publishes: as it runs, or after the model's tests passed (audit.py).
+ON_RUN, AFTER_TESTS = "on_run", "after_tests"
+PUBLISH = (ON_RUN, AFTER_TESTS)
 DEFAULT_LEASE_TTL_SECONDS = 300
 
 
@@ -28,6 +31,7 @@ class MirrorConfig:
     lease_ttl_seconds: int = DEFAULT_LEASE_TTL_SECONDS
     lease_wait_seconds: int = 0
     rebuild_wait_seconds: int = DEFAULT_REBUILD_WAIT_SECONDS
+    publish: str = ON_RUN
 
     @property
     def table_folder(self) -> str:
@@ -103,7 +107,13 @@ def mirror_config(
             model, "lease_ttl_seconds", config.get("lease_ttl_seconds"), DEFAULT_LEASE_TTL_SECONDS, 1
         ),
         lease_wait_seconds=_whole_number(model, "lease_wait_seconds", config.get("lease_wait_seconds"), 0, 0),
+        publish=_choice(model, config, "publish", PUBLISH),
         rebuild_wait_seconds=_whole_number(
             model, "rebuild_wait_seconds", config.get("rebuild_wait_seconds"), DEFAULT_REBUILD_WAIT_SECONDS, 0
         ),
     )
+
+
+def is_set(value: Any) -> bool:
+    """A var given on the command line or in dbt_project.yml as true (`--vars '{x: true}'`)."""
+    return value is True or str(value).strip().lower() in ("true", "yes", "1")

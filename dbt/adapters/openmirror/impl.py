@@ -8,7 +8,7 @@ same ones a stock Spark connection renders in package mode; Python decides which
 import threading
 import uuid
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -18,11 +18,12 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.openmirror import hash_diff
-from dbt.adapters.openmirror.config import MirrorConfig, mirror_config
+from dbt.adapters.openmirror.audit import AUDIT_HOOK_MACRO, hook_configured, verdict
+from dbt.adapters.openmirror.config import AFTER_TESTS, MirrorConfig, is_set, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError, OpenMirrorError
 from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, resolve_key_columns
-from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, scratch_path
+from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, data_file_name, scratch_path
 from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
 from dbt.adapters.openmirror.mirroring_service import MirroringService
 from dbt.adapters.openmirror.model_warnings import warn
@@ -33,18 +34,19 @@ from dbt.adapters.openmirror.publisher import (
     TableFolderState,
 )
 from dbt.adapters.openmirror.recovery import ABANDON, DISCARD, ROLL_FORWARD, decide
-from dbt.adapters.openmirror.response import OpenMirrorResponse, publish_response
+from dbt.adapters.openmirror.response import OpenMirrorResponse, describe_change, publish_response
 from dbt.adapters.openmirror.run_plan import (
     INCREMENTAL,
     REBUILD,
     Destination,
+    SNAPSHOT_HELD,
     RunPlan,
     SnapshotRecord,
     plan_run,
     snapshot_properties,
     snapshot_record,
 )
-from dbt.adapters.openmirror.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, plan_schema
 from dbt.adapters.openmirror.staging import (
     Staging,
     choose_mode,
@@ -56,10 +58,30 @@ from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zon
 from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 
 logger = AdapterLogger("OpenMirror")
+#: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
+AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
 
 
 def _column_specs(columns: Sequence[Any]) -> List[ColumnSpec]:
     return [ColumnSpec(c.column, c.dtype) for c in columns]
+
+
+def _beside(relation: Any, suffix: str) -> Any:
+    return relation.incorporate(path={"identifier": f"{relation.identifier}{suffix}"}, type="table")
+
+
+@dataclass
+class HeldChange:
+    """A staged change waiting for its model's tests (publish='after_tests'), with the lease
+    that keeps other runs off its table until it is published or discarded."""
+
+    model_id: str
+    mirror: MirrorConfig
+    pending: PendingPublish
+    target: Any
+    hashes: Any
+    lease: Lease
+    heartbeat: Heartbeat
 
 
 class OpenMirrorAdapter(SparkAdapter):
@@ -76,6 +98,8 @@ class OpenMirrorAdapter(SparkAdapter):
         self._staging_lock = threading.Lock()
         # Warnings of the model running in this thread: logged, and reported with its result.
         self._model_warnings = threading.local()
+        # Changes held for their models' tests until the invocation's end (audit.py).
+        self._held: List[HeldChange] = []
 
     @cached_property
     def fault_injector(self) -> Optional[FaultInjector]:
@@ -158,6 +182,16 @@ class OpenMirrorAdapter(SparkAdapter):
                     return lease
         raise LandingZoneConfigError(f"Model '{mirror.model}': publishing without a lease")
 
+    def _take_lease(self, mirror: MirrorConfig) -> Tuple[Lease, Heartbeat]:
+        """The model's lease and heartbeat, no longer released when the model ends."""
+        with self._leases_lock:
+            held = self._leases.get(threading.get_ident(), [])
+            for entry in held:
+                if entry[0].table_folder == mirror.table_folder:
+                    held.remove(entry)
+                    return entry
+        raise LandingZoneConfigError(f"Model '{mirror.model}': publishing without a lease")
+
     @available
     def openmirror_release_lease(self, mirror: MirrorConfig) -> None:
         self._release_leases(lambda lease: lease.table_folder == mirror.table_folder)
@@ -235,8 +269,31 @@ class OpenMirrorAdapter(SparkAdapter):
                 self.publisher.commit(pending)
             elif recovery.action in (DISCARD, ABANDON):
                 self.publisher.abandon(pending)
+        self._settle_held_change(mirror, target_relation)
         if lease.taken_from is not None:
             self.publisher.discard(scratch_path(lease.taken_from.run_id))
+
+    def _settle_held_change(self, mirror: MirrorConfig, target_relation: Any) -> None:
+        """A change held for its tests whose invocation stopped before its end: done if the
+        journal names it (its publish went through), discarded otherwise, with the snapshot it
+        was diffed against back in place."""
+        held = self.openmirror_snapshot_record(self.get_relation(
+            target_relation.database, target_relation.schema, target_relation.identifier
+        ))
+        if held is None or not held.held:
+            return
+        record = self.publisher.read_record(mirror.table_folder)
+        if record is not None and record.run_id == held.run_id:
+            self._release_audit_base(target_relation)
+            return
+        self._warn(
+            f"Model '{mirror.model}': run {held.run_id} held a change to {mirror.table_folder} for its "
+            "tests and stopped before the end of its invocation; the change was not published and "
+            "is discarded, and the snapshot is back where it was"
+        )
+        self._restore_audit_base(target_relation)
+        if held.run_id is not None:
+            self.publisher.discard(scratch_path(held.run_id))
 
     def _replace_snapshot(self, new_relation: Any, target_relation: Any, backup_relation: Any) -> None:
         """The new output becomes `{{ this }}`; the old one is dropped."""
@@ -330,7 +387,8 @@ class OpenMirrorAdapter(SparkAdapter):
         publishes it and the names its columns are published under."""
         published = [c.published_name for c in (*plan.schema.columns, *plan.schema.kept)]
         properties = snapshot_properties(
-            self._destination(mirror, pending.owner or ""), pending.last_sequence_number, pending.run_id, published
+            self._destination(mirror, pending.owner or ""), pending.last_sequence_number, pending.run_id, published,
+            held=mirror.publish == AFTER_TESTS,
         )
         return self._sql("openmirror_snapshot_record_sql", relation=str(relation), properties=properties)
 
@@ -576,6 +634,152 @@ class OpenMirrorAdapter(SparkAdapter):
         self.publisher.commit(pending)
         return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
 
+    # -- runs that publish nothing: --empty, and dry runs -----------------------------------------
+
+    @available
+    def openmirror_is_dry_run(self, value: Any) -> bool:
+        """`--vars '{openmirror_dry_run: true}'`: report what would be published, write nothing."""
+        return is_set(value)
+
+    @available
+    def openmirror_check_empty_run(
+        self, mirror: MirrorConfig, new_columns: Sequence[Any], previous_columns: Optional[Sequence[Any]]
+    ) -> OpenMirrorResponse:
+        """`dbt run --empty` builds the model with no rows: its columns and key are checked as a
+        run would check them, and nothing is published (an empty output would delete every row)."""
+        self.openmirror_key_columns(mirror, new_columns)
+        plan_schema(
+            mirror.model, _column_specs(previous_columns) if previous_columns is not None else None,
+            _column_specs(new_columns), mirror.on_schema_change,
+        )
+        return OpenMirrorResponse(
+            _message=f"--empty: columns and unique_key checked, nothing published to {mirror.table_folder}",
+            code="OPEN_MIRROR", table_folder=mirror.table_folder, mode="empty",
+        )
+
+    @available
+    def openmirror_dry_run(
+        self, mirror: MirrorConfig, plan: RunPlan, state: TableFolderState, change: Dict[str, Any],
+    ) -> OpenMirrorResponse:
+        """What a run would publish now: rows per marker, the table folder and the file numbers;
+        nothing is written to the landing zone (the file count is an estimate when a change is
+        split over several files)."""
+        full_load = plan.mode != INCREMENTAL
+        source = f"({change['sql']}) change_rows"
+        _, rows = self.execute(self._sql(
+            "openmirror_count_markers_sql", source=source, full_load=full_load, change_markers=mirror.change_markers,
+        ), fetch=True)
+        counts = {int(row[0]): int(row[1]) for row in rows}
+        files = hash_diff.file_count(sum(counts.values()), change["writers"], mirror.max_rows_per_file, full_load)
+        first = 1 if full_load else state.last_sequence_number + 1
+        names = [data_file_name(n) for n in range(first, first + files)]
+        response = publish_response(counts, names, mirror.table_folder, plan.mode, list(self._warnings()))
+        notes = [f"{plan.mode}: {plan.reason}"] if plan.reason else []
+        if state.pending is not None:
+            notes.append(f"an interrupted publish of run {state.pending.run_id} would be finished or discarded first")
+        detail = f" ({'; '.join(notes)})" if notes else ""
+        response._message = f"dry run, nothing written: {describe_change(counts, names, mirror.table_folder)}{detail}"
+        response.mode = f"dry run: {plan.mode}"
+        return response
+
+    # -- write-audit-publish: changes held for their models' tests ------------------------------
+
+    @available
+    def openmirror_check_audit_hook(self, mirror: MirrorConfig, graph: Mapping[str, Any]) -> None:
+        """publish='after_tests' needs the project's on-run-end hook, which publishes held changes."""
+        if mirror.publish == AFTER_TESTS and hook_configured(graph.get("nodes", {})) is None:
+            raise MirrorConfigError(
+                f"Model '{mirror.model}': publish='after_tests' holds the change until the model's "
+                f"tests passed, which is decided at the end of the invocation: add "
+                f"on-run-end: [\"{{{{ {AUDIT_HOOK_MACRO}(results) }}}}\"] to dbt_project.yml. "
+                "Nothing was published."
+            )
+
+    @available
+    def openmirror_hold_for_audit(
+        self, mirror: MirrorConfig, pending: PendingPublish, relations: Dict[str, Any], model_id: str
+    ) -> PublishedFiles:
+        """The output becomes `{{ this }}` for the tests while the published snapshot and its key
+        hashes wait beside it; the staged files and the lease stay until the invocation's end."""
+        target, hashes = relations["target"], relations["previous_hashes"]
+        base, base_hashes = _beside(target, AUDIT_BASE), _beside(target, AUDIT_BASE_HASHES)
+        self._refresh_cached_relations([target, hashes, base, base_hashes])
+        for kept, aside, fresh in ((target, base, relations["new"]), (hashes, base_hashes, relations["new_hashes"])):
+            self.drop_relation(aside)
+            existing = self.get_relation(kept.database, kept.schema, kept.identifier)
+            if existing is not None:
+                self.rename_relation(existing, aside)
+            self.rename_relation(fresh, kept)
+        self.drop_relation(relations["changes"])
+        lease, heartbeat = self._take_lease(mirror)
+        self._held.append(HeldChange(model_id, mirror, pending, target, hashes, lease, heartbeat))
+        return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
+
+    @available
+    def openmirror_finish_audits(self, results: Sequence[Any], graph: Mapping[str, Any]) -> List[str]:
+        """At the invocation's end: publish each held change whose tests passed, discard the
+        others (their snapshot goes back). One table's failure does not stop the others; the
+        first is raised at the end."""
+        lines, failures = [], []
+        held, self._held = self._held, []
+        for change in held:
+            decided = verdict(change.model_id, graph.get("nodes", {}), results)
+            where = f"{change.mirror.table_folder} ({len(change.pending.files)} files, run {change.pending.run_id})"
+            try:
+                if decided.publish:
+                    self._publish_held(change)
+                    lines.append(f"Model '{change.mirror.model}': published {where}: {decided.reason}")
+                else:
+                    self._discard_held(change)
+                    lines.append(f"Model '{change.mirror.model}': not published, {where} discarded: {decided.reason}")
+                    warn(lines[-1])
+            except Exception as exc:
+                failures.append(exc)
+                logger.error(f"Model '{change.mirror.model}': {where}: {getattr(exc, 'msg', exc)}")
+            finally:
+                change.heartbeat.stop()
+                try:
+                    self.leases.release(change.lease)
+                except Exception as exc:  # it expires on its own
+                    logger.warning(f"could not release the lease on {change.lease.table_folder}: {exc}")
+        if failures:
+            raise failures[0]
+        return lines
+
+    def _publish_held(self, change: HeldChange) -> None:
+        """As openmirror_publish, with `{{ this }}` already the output: a failure before the
+        journal entry discards the change; after it, recovery finishes the publish."""
+        try:
+            self.leases.check_held(change.lease)
+            self.publisher.begin(change.pending, change.mirror.rebuild_wait_seconds)
+        except Exception:
+            self._discard_held(change)
+            raise
+        self.publisher.complete(change.pending)
+        self.publisher.commit(change.pending)
+        self._release_audit_base(change.target)
+
+    def _discard_held(self, change: HeldChange) -> None:
+        self.publisher.discard(change.pending.staged_folder)
+        self._restore_audit_base(change.target)
+
+    def _restore_audit_base(self, target: Any) -> None:
+        """The snapshot and key hashes a held change was diffed against go back in place (on a
+        first publish there were none: the table goes, and the next run is a first publish again)."""
+        hashes = _beside(target, "__om_hashes")
+        for kept, aside in ((target, _beside(target, AUDIT_BASE)), (hashes, _beside(target, AUDIT_BASE_HASHES))):
+            self._refresh_cached_relations([kept, aside])
+            self.drop_relation(kept)
+            existing = self.get_relation(aside.database, aside.schema, aside.identifier)
+            if existing is not None:
+                self.rename_relation(existing, kept)
+
+    def _release_audit_base(self, target: Any) -> None:
+        """The held change is published: `{{ this }}` is an ordinary snapshot, the old one goes."""
+        self.execute(self._sql("openmirror_unset_properties_sql", relation=str(target), keys=[SNAPSHOT_HELD]))
+        for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES):
+            self.drop_relation(_beside(target, suffix))
+
     @available
     def openmirror_keep_columns_sql(self, relation: Any, plan: RunPlan) -> str:
         return self._sql("openmirror_keep_columns_sql", relation=str(relation), kept=plan.schema.kept)
@@ -584,4 +788,7 @@ class OpenMirrorAdapter(SparkAdapter):
     def openmirror_response(
         self, mirror: MirrorConfig, plan: RunPlan, counts: Dict[int, int], files: List[str]
     ) -> OpenMirrorResponse:
-        return publish_response(counts, files, mirror.table_folder, plan.mode, list(self._warnings()))
+        response = publish_response(counts, files, mirror.table_folder, plan.mode, list(self._warnings()))
+        if mirror.publish == AFTER_TESTS:
+            response._message = f"held: {response._message}, published after its tests pass"
+        return response

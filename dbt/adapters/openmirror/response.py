@@ -27,27 +27,30 @@ def _file_span(table_folder: str, files: List[str]) -> str:
     return f"{table_folder}/{files[0]} .. {files[-1]} ({len(files)} files)"
 
 
-def publish_response(
-    counts: Dict[int, int], files: List[str], table_folder: str, mode: str, warnings: Sequence[str] = (),
-) -> OpenMirrorResponse:
+def describe_change(counts: Dict[int, int], files: List[str], table_folder: str) -> str:
     """E.g. `+3 ~2 -1 -> sales.schema/orders/00000000000000000007.parquet`."""
     inserts, updates = counts.get(INSERT, 0), counts.get(UPDATE, 0)
     deletes, upserts = counts.get(DELETE, 0), counts.get(UPSERT, 0)
     changes = f"+{inserts} ~{updates} -{deletes}" + (f" ^{upserts}" if upserts else "")
     if files:
-        message = f"{changes} -> {_file_span(table_folder, files)}"
-    else:
-        message = f"{changes}: no changes, no file in {table_folder}"
+        return f"{changes} -> {_file_span(table_folder, files)}"
+    return f"{changes}: no changes, no file in {table_folder}"
+
+
+def publish_response(
+    counts: Dict[int, int], files: List[str], table_folder: str, mode: str, warnings: Sequence[str] = (),
+) -> OpenMirrorResponse:
+    message = describe_change(counts, files, table_folder)
     if mode == "rebuild":
         message = f"rebuilt: {message}"
     return OpenMirrorResponse(
         _message=message,
         code="OPEN_MIRROR",
         rows_affected=sum(counts.values()),
-        inserts=inserts,
-        updates=updates,
-        deletes=deletes,
-        upserts=upserts,
+        inserts=counts.get(INSERT, 0),
+        updates=counts.get(UPDATE, 0),
+        deletes=counts.get(DELETE, 0),
+        upserts=counts.get(UPSERT, 0),
         files=files,
         table_folder=table_folder,
         mode=mode,

@@ -18,6 +18,8 @@ SNAPSHOT_SEQUENCE_NUMBER = "openmirror.sequence_number"
 SNAPSHOT_RUN_ID = "openmirror.run_id"
 SNAPSHOT_LANDING_ZONE = "openmirror.landing_zone"
 SNAPSHOT_PUBLISHED_COLUMNS = "openmirror.published_columns"
+#: On a snapshot that holds a change waiting for its tests (publish='after_tests'), until published.
+SNAPSHOT_HELD = "openmirror.held"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class SnapshotRecord:
     #: Recorded since snapshots are tied to their landing zone (None on older snapshots).
     landing_zone: Optional[str] = None
     published_columns: Optional[List[str]] = None
+    #: The snapshot holds a change not published yet (write-audit-publish).
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,15 +60,19 @@ class RunPlan:
 
 
 def snapshot_properties(
-    destination: Destination, sequence_number: int, run_id: str, published_columns: Sequence[str]
+    destination: Destination, sequence_number: int, run_id: str, published_columns: Sequence[str],
+    held: bool = False,
 ) -> Dict[str, str]:
-    return {
+    properties = {
         SNAPSHOT_LANDING_ZONE: destination.landing_zone,
         SNAPSHOT_TABLE_FOLDER: destination.table_folder,
         SNAPSHOT_SEQUENCE_NUMBER: str(int(sequence_number)),
         SNAPSHOT_RUN_ID: run_id,
         SNAPSHOT_PUBLISHED_COLUMNS: json.dumps(list(published_columns)),
     }
+    if held:
+        properties[SNAPSHOT_HELD] = "true"
+    return properties
 
 
 def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
@@ -80,7 +88,8 @@ def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         columns = None
     return SnapshotRecord(
-        folder, int(number), properties.get(SNAPSHOT_RUN_ID), properties.get(SNAPSHOT_LANDING_ZONE), columns
+        folder, int(number), properties.get(SNAPSHOT_RUN_ID), properties.get(SNAPSHOT_LANDING_ZONE), columns,
+        properties.get(SNAPSHOT_HELD) == "true",
     )
 
 

@@ -1,0 +1,60 @@
+"""Write-audit-publish (model config `publish='after_tests'`): may a held change be published?
+
+`dbt build` runs a model, then its tests. A model with `publish='after_tests'` stages its change
+and holds it; at the end of the invocation (an on-run-end hook) the change is published only if
+every test of the model ran in this invocation and passed (a test of severity `warn` that found
+rows passes: its author chose not to block on it), and is discarded otherwise. A model without
+tests has nothing to wait for and publishes.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional
+
+#: The hook a project must run at its end for held changes to be published (README).
+AUDIT_HOOK_MACRO = "openmirror_publish_audited"
+_PASSING = ("pass", "warn")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    publish: bool
+    reason: str
+
+
+def _value(node: Any, name: str) -> Any:
+    """A field of a graph node (a dict in `graph`) or of a result's node (an object)."""
+    return node.get(name) if isinstance(node, Mapping) else getattr(node, name, None)
+
+
+def model_tests(model_id: str, nodes: Mapping[str, Any]) -> list:
+    """Ids of the data tests that depend on the model (`graph.nodes`), in name order."""
+    found = []
+    for unique_id, node in nodes.items():
+        depends_on = _value(node, "depends_on") or {}
+        upstream = _value(depends_on, "nodes") or []
+        if _value(node, "resource_type") == "test" and model_id in upstream:
+            found.append(unique_id)
+    return sorted(found)
+
+
+def verdict(model_id: str, nodes: Mapping[str, Any], results: Iterable[Any]) -> Verdict:
+    """Publish when every test of the model ran in this invocation and passed."""
+    tests = model_tests(model_id, nodes)
+    if not tests:
+        return Verdict(True, "the model has no tests")
+    status = {_value(_value(r, "node"), "unique_id"): str(_value(r, "status")) for r in results}
+    not_run = [t for t in tests if t not in status]
+    failed = [f"{t} ({status[t]})" for t in tests if t in status and status[t] not in _PASSING]
+    if failed:
+        return Verdict(False, f"its tests did not pass: {', '.join(failed)}")
+    if not_run:
+        return Verdict(False, f"its tests did not run in this invocation ({', '.join(not_run)}); use dbt build")
+    return Verdict(True, f"its {len(tests)} tests passed")
+
+
+def hook_configured(nodes: Mapping[str, Any]) -> Optional[str]:
+    """The id of an on-run-end hook that publishes held changes, if the project has one."""
+    for unique_id, node in nodes.items():
+        if _value(node, "resource_type") == "operation" and AUDIT_HOOK_MACRO in (_value(node, "raw_code") or ""):
+            return unique_id
+    return None

@@ -1,0 +1,236 @@
+"""Runs that publish differently: `--empty` publishes nothing, a dry run reports what it would
+publish and writes nothing, and `publish='after_tests'` publishes only what passed its tests."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from dbt.tests.util import run_dbt
+
+from tests.functional.mirror import (
+    assert_mirror_equals,
+    file_markers,
+    model_output,
+    set_source,
+    table_folder,
+    tree_digest,
+)
+from tests.mirror_oracle import replay
+
+MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', publish=var('publish', 'on_run')) }}
+select * from {{ target.schema }}.src
+"""
+DRY_RUN = ["--vars", "{openmirror_dry_run: true}"]
+
+
+class TestEmptyRuns:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL, "downstream.sql": "select * from {{ ref('customers') }}"}
+
+    def test_empty_runs_check_and_publish_nothing(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b') as t(id, name)")
+        # Before anything was published: checked, nothing written, and downstream models build.
+        results = run_dbt(["run", "--empty"])
+        assert [r.status for r in results] == ["success", "success"]
+        assert "--empty" in results[0].message and "nothing published" in results[0].message
+        assert tree_digest(landing_zone) == {}
+        assert run_dbt(["run"])[0].adapter_response["mode"] == "initial"
+
+        # An empty output would delete every row: never published.
+        before, snapshot = tree_digest(landing_zone), model_output(warehouse, f"select * from {schema}.customers")
+        [result, _] = run_dbt(["run", "--empty"])
+        assert result.adapter_response["mode"] == "empty" and result.adapter_response["files"] == []
+        assert tree_digest(landing_zone) == before
+        assert model_output(warehouse, f"select * from {schema}.customers") == snapshot
+
+        # It still checks: a type change fails as a run would.
+        set_source(warehouse, schema, "select * from values (1, 1.5), (2, 2.5) as t(id, name)")
+        results = run_dbt(["run", "--empty", "--select", "customers"], expect_pass=False)
+        assert "column 'name' string -> decimal(2,1)" in results[0].message
+        assert tree_digest(landing_zone) == before
+
+        # The next normal run is an ordinary incremental one.
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'B') as t(id, name)")
+        [result, _] = run_dbt(["run"])
+        assert result.adapter_response["mode"] == "incremental" and file_markers(folder)[-1] == [1]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+
+class TestDryRun:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "customers.sql": MODEL,
+            "split.sql": "{{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2) }}\n"
+            "select * from {{ target.schema }}.src",
+        }
+
+    def test_a_dry_run_reports_what_the_next_run_publishes_and_writes_nothing(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b'), (3, 'c') as t(id, name)")
+        [first, _] = run_dbt(["run", *DRY_RUN])
+        assert first.message.startswith("dry run, nothing written: +3 ~0 -0 -> "
+                                        f"{schema}.schema/customers/00000000000000000001.parquet")
+        assert tree_digest(landing_zone) == {}
+        run_dbt(["run"])
+
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'B'), (4, 'd'), (5, 'e') as t(id, name)")
+        before, snapshot = tree_digest(landing_zone), model_output(warehouse, f"select * from {schema}.customers")
+        dry = {r.node.name: r for r in run_dbt(["run", *DRY_RUN])}
+        assert tree_digest(landing_zone) == before
+        assert model_output(warehouse, f"select * from {schema}.customers") == snapshot
+        predicted = dry["customers"].adapter_response
+        assert (predicted["inserts"], predicted["updates"], predicted["deletes"]) == (2, 1, 1)
+        assert predicted["files"] == ["00000000000000000002.parquet"]
+        assert dry["split"].adapter_response["files"] == [f"{n:020d}.parquet" for n in (3, 4)]
+
+        real = {r.node.name: r.adapter_response for r in run_dbt(["run"])}
+        for name in ("customers", "split"):
+            for field in ("inserts", "updates", "deletes", "files", "table_folder"):
+                assert real[name][field] == dry[name].adapter_response[field], (name, field)
+        assert sorted(file_markers(folder)[-1]) == [0, 0, 1, 2]
+
+
+AUDITED = """
+{{ config(materialized='open_mirror', unique_key='id', publish='after_tests') }}
+select * from {{ target.schema }}.src_{{ this.identifier }}
+"""
+AUDITED_TESTS = """
+version: 2
+models:
+  - name: orders
+    columns:
+      - name: amount
+        tests: [not_null]
+  - name: payments
+    columns:
+      - name: amount
+        tests: [not_null]
+"""
+HOOK = {"on-run-end": ["{{ openmirror_publish_audited(results) }}"]}
+
+
+class TestWriteAuditPublish:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": AUDITED, "payments.sql": AUDITED, "schema.yml": AUDITED_TESTS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return HOOK
+
+    def test_only_changes_that_passed_their_tests_are_published(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        good = "select * from values (1, 10), (2, 20) as t(id, amount)"
+        for table in ("orders", "payments"):
+            set_source(warehouse, schema, good, name=f"src_{table}")
+        run_dbt(["build"])
+        published = {t: replay(table_folder(landing_zone, schema, t)) for t in ("orders", "payments")}
+
+        # One build: orders' change breaks its test, payments' passes.
+        set_source(warehouse, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, amount)", name="src_orders")
+        set_source(warehouse, schema, "select * from values (1, 11), (3, 30) as t(id, amount)", name="src_payments")
+        orders_snapshot = model_output(warehouse, f"select * from {schema}.orders")
+        results = {r.node.unique_id: r for r in run_dbt(["build"], expect_pass=False)}
+        assert results["model.test.orders"].status == "success"
+        assert "after its tests pass" in results["model.test.orders"].message
+        # Not published: the mirror and the snapshot are where they were, nothing is left staged.
+        assert replay(table_folder(landing_zone, schema, "orders")) == published["orders"]
+        assert model_output(warehouse, f"select * from {schema}.orders") == orders_snapshot
+        assert not list((landing_zone / "_scratchPad" / "dbt-openmirror").glob("*-*/*.parquet"))
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "payments"), f"select * from {schema}.src_payments")
+
+        # Fixed: the next build publishes the change against the snapshot it still has.
+        set_source(warehouse, schema, "select * from values (1, 10), (2, 21), (3, 30) as t(id, amount)", name="src_orders")
+        run_dbt(["build"])
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders")
+        assert sorted(file_markers(table_folder(landing_zone, schema, "orders"))[-1]) == [0, 1]
+
+    def test_without_its_tests_a_change_is_not_published(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "orders")
+        set_source(warehouse, schema, "select * from values (1, 99) as t(id, amount)", name="src_orders")
+        before = replay(folder)
+        run_dbt(["run", "--select", "orders"])  # `dbt run` runs no tests
+        assert replay(folder) == before
+
+
+
+class TestWriteAuditPublishNeedsItsHook:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": AUDITED}
+
+    def test_a_project_without_the_hook_is_told_what_to_add(self, project, warehouse, landing_zone):
+        set_source(warehouse, project.test_schema, "select * from values (1, 10) as t(id, amount)", name="src_orders")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert "on-run-end" in result.message and "openmirror_publish_audited(results)" in result.message
+        assert tree_digest(landing_zone) == {}
+
+
+WAP_PROJECT_MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', publish='after_tests') }}
+select * from values {{ var('rows') }} as t(id, amount)
+"""
+SLOW_TEST = """
+select 1 as failing from range({{ var('slow_rows', 1) }}) a cross join range(2000) b where a.id * b.id < 0
+"""
+
+
+def test_a_held_change_whose_invocation_died_is_discarded(tmp_path, spark_settings):
+    """The invocation is killed while the tests of a held change run (before its on-run-end
+    hook): the next run discards the change, and publishes its own once."""
+    root = tmp_path / "project"
+    (root / "models").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "models" / "held.sql").write_text(WAP_PROJECT_MODEL)
+    (root / "tests" / "slow.sql").write_text("-- depends_on: {{ ref('held') }}\n" + SLOW_TEST)
+    (root / "dbt_project.yml").write_text(yaml.safe_dump(
+        {"name": "wap", "version": "1.0", "config-version": 2, "profile": "wap", **HOOK}
+    ))
+    spark = root / "spark"
+    settings = {
+        **spark_settings, "spark.sql.warehouse.dir": str(spark / "warehouse"),
+        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={spark / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark}",
+    }
+    landing_zone = root / "landing_zone"
+    landing_zone.mkdir()
+    (root / "profiles.yml").write_text(yaml.safe_dump({"wap": {"target": "dev", "outputs": {"dev": {
+        "type": "openmirror", "method": "session", "host": "localhost", "schema": "wap",
+        "landing_zone": str(landing_zone), "server_side_parameters": settings}}}}))
+    folder = landing_zone / "wap.schema" / "held"
+
+    def build(rows, slow_rows=1):
+        command = [str(Path(sys.executable).parent / "dbt"), "build", "--project-dir", str(root),
+                   "--profiles-dir", str(root), "--vars", json.dumps({"rows": rows, "slow_rows": slow_rows})]
+        return subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    # Killed while the slow test runs: the output is {{ this }} for the tests, staged, unpublished.
+    killed = build("(1, 10), (2, 20)", slow_rows=2_000_000)
+    snapshot = spark / "warehouse" / "wap.db" / "held"
+    deadline = time.monotonic() + 300
+    while not snapshot.exists() and time.monotonic() < deadline and killed.poll() is None:
+        time.sleep(0.5)
+    assert snapshot.exists(), killed.stdout.read()[-3000:] if killed.poll() is not None else "no snapshot"
+    time.sleep(2)  # into the slow test
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=60)
+    assert not folder.exists()
+    again = build("(1, 10), (2, 21)")
+    output = again.communicate(timeout=600)[0]
+    assert again.returncode == 0, output[-3000:]
+    assert "was not published and is discarded" in output and "took over the lease" in output
+    assert sorted(replay(folder), key=lambda r: r["id"]) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 21}]
+    assert file_markers(folder) == [[0, 0]]
+    assert not list((landing_zone / "_scratchPad" / "dbt-openmirror").glob("*-*/*.parquet"))
