@@ -23,6 +23,7 @@
       'lease_wait_seconds': config.get('lease_wait_seconds'),
       'rebuild_wait_seconds': config.get('rebuild_wait_seconds'),
       'publish': config.get('publish'),
+      'show_key_values': config.get('show_key_values'),
       'on_schema_change': config.get('on_schema_change') if 'on_schema_change' in model.unrendered_config else none,
   }) -%}
   {%- do adapter.openmirror_check_audit_hook(mirror, graph) -%}

@@ -61,18 +61,24 @@ where o.{{ probe }} is null or n.{{ probe }} is null
 {%- endif -%}
 {%- endmacro -%}
 
+{#- A key as text for messages: `id=7, region=eu` (columns of `alias`, or unqualified). -#}
+{%- macro openmirror_key_example(key_columns, alias='') -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set parts = [] -%}
+  {%- for key in key_columns -%}
+    {%- do parts.append('concat(' ~ om.openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ (alias ~ '.' if alias else '') ~ om.openmirror_quote(key) ~ " as string), 'NULL'))") -%}
+  {%- endfor -%}
+  concat_ws(', ', {{ parts | join(', ') }})
+{%- endmacro -%}
+
 {#- At most one example each of a NULL key and of a duplicated key: (problem, example, rows).
     `relation` has a row per output row, or (`counted`) a row per key with its row count in
     `__openmirror_rows`. -#}
 {%- macro openmirror_key_problems_sql(relation, key_columns, counted) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set parts = [] -%}
   {%- set nulls = [] -%}
-  {%- for key in key_columns -%}
-    {%- do parts.append('concat(' ~ om.openmirror_string(key ~ '=') ~ ', coalesce(cast(' ~ om.openmirror_quote(key) ~ " as string), 'NULL'))") -%}
-    {%- do nulls.append(om.openmirror_quote(key) ~ ' is null') -%}
-  {%- endfor -%}
-  {%- set example = "concat_ws(', ', " ~ parts | join(', ') ~ ")" -%}
+  {%- for key in key_columns -%}{%- do nulls.append(om.openmirror_quote(key) ~ ' is null') -%}{%- endfor -%}
+  {%- set example = om.openmirror_key_example(key_columns) -%}
 select * from (select 'NULL' as problem, {{ example }} as example, 1 as rows
   from {{ relation }} where {{ nulls | join(' or ') }} limit 1)
 union all
@@ -82,4 +88,38 @@ select * from (select 'duplicate' as problem, {{ example }} as example,
 {%- else %} count(*) as rows
   from {{ relation }} group by {{ om.openmirror_quoted_list(key_columns) }} having count(*) > 1
 {%- endif %} limit 1)
+{%- endmacro -%}
+
+{#- Two keys that differ only in the case or trailing spaces of `string_keys`: (one, other), at
+    most one pair. `keys` has a row per key (checked unique). With `new_keys` (the changed keys
+    table), only its new keys (by `change_markers`) are compared with every key of `keys` (Spark
+    broadcasts the few new keys and scans `keys` once); otherwise all of `keys` are grouped. -#}
+{%- macro openmirror_key_lookalikes_sql(keys, key_columns, string_keys, new_keys=none, change_markers=none) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set folded = string_keys | map('lower') | list -%}
+  {#- Each key column as compared: case and trailing spaces folded for string keys. -#}
+  {%- set normalized = {'': [], 'c': [], 'n': []} -%}
+  {%- for key in key_columns -%}
+    {%- for alias in normalized -%}
+      {%- set column = (alias ~ '.' if alias else '') ~ om.openmirror_quote(key) -%}
+      {%- do normalized[alias].append('lower(rtrim(' ~ column ~ '))' if key | lower in folded else column) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+{%- if new_keys is none -%}
+  {%- set grouped = [] -%}
+  {%- for expression in normalized[''] -%}{%- do grouped.append(expression ~ ' as `__openmirror_k' ~ loop.index ~ '`') -%}{%- endfor -%}
+select min(example) as one, max(example) as other
+from (select {{ grouped | join(', ') }}, {{ om.openmirror_key_example(key_columns) }} as example from {{ keys }})
+group by {% for key in key_columns %}`__openmirror_k{{ loop.index }}`{{ ', ' if not loop.last }}{% endfor %}
+having count(*) > 1 limit 1
+{%- else -%}
+  {%- set same, exact = [], [] -%}
+  {%- for key in key_columns -%}
+    {%- do same.append(normalized['c'][loop.index0] ~ ' = ' ~ normalized['n'][loop.index0]) -%}
+    {%- do exact.append('c.' ~ om.openmirror_quote(key) ~ ' <=> n.' ~ om.openmirror_quote(key)) -%}
+  {%- endfor -%}
+select {{ om.openmirror_key_example(key_columns, 'c') }} as one, {{ om.openmirror_key_example(key_columns, 'n') }} as other
+from {{ new_keys }} c join {{ keys }} n on {{ same | join(' and ') }} and not ({{ exact | join(' and ') }})
+where c.`__rowMarker__` = {{ om.openmirror_new_marker(change_markers) }} limit 1
+{%- endif -%}
 {%- endmacro -%}

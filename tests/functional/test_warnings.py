@@ -44,3 +44,39 @@ class TestUnexpectedFullLoads:
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         # The next run is an ordinary one again.
         assert run_dbt(["run"])[0].status == "success"
+
+
+class TestKeysTheMirrorMayCompareDifferently:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "codes.sql": "{{ config(materialized='open_mirror', unique_key='code') }}\n"
+            "select * from {{ target.schema }}.src",
+            "ratios.sql": "{{ config(materialized='open_mirror', unique_key='ratio') }}\n"
+            "select cast(id as double) as ratio, code from {{ target.schema }}.src",
+            "secret.sql": "{{ config(materialized='open_mirror', unique_key='code', show_key_values=false) }}\n"
+            "select upper(code) as code, id from {{ target.schema }}.src",
+        }
+
+    def test_case_and_trailing_space_lookalikes_and_floating_point_keys_warn(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3) as t(code, id)")
+        results = {r.node.name: r for r in run_dbt(["run", "--select", "codes", "ratios"])}
+        [lookalike] = results["codes"].adapter_response["warnings"]
+        assert "'code=ABC' and 'code=abc '" in lookalike or "'code=abc ' and 'code=ABC'" in lookalike
+        assert any("Floating-point" in w and "'ratio'" in w for w in results["ratios"].adapter_response["warnings"])
+        # An incremental run compares only its new keys with all keys.
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4) as t(code, id)")
+        assert run_dbt(["run", "--select", "codes"])[0].adapter_response["warnings"] == []
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4), ('X ', 5) as t(code, id)")
+        [warned] = run_dbt(["run", "--select", "codes"])[0].adapter_response["warnings"]
+        assert "code=X " in warned and "code=x" in warned
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")
+
+    def test_example_values_can_be_kept_out_of_messages(self, project, warehouse, landing_zone):
+        set_source(warehouse, project.test_schema, "select * from values ('abc', 1), ('ABC', 2) as t(code, id)")
+        before = tree_digest(landing_zone)
+        [result] = run_dbt(["run", "--select", "secret"], expect_pass=False)
+        assert "not unique" in result.message and "show_key_values=false" in result.message
+        assert "ABC" not in result.message
+        assert tree_digest(landing_zone) == before

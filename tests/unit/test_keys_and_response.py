@@ -1,7 +1,13 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
-from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, resolve_key_columns
+from dbt.adapters.openmirror.keys import (
+    check_key_types,
+    lookalike_warning,
+    raise_key_problems,
+    resolve_key_columns,
+    string_keys,
+)
 from dbt.adapters.openmirror.response import publish_response
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
 
@@ -54,3 +60,19 @@ def test_floating_point_keys_are_named_in_a_warning():
     [warning] = check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("ratio", "double")])
     assert "Model 'm'" in warning and "'ratio'" in warning and "double" in warning
     assert "NaN" in warning and "-0.0" in warning
+
+
+def test_example_key_values_can_be_hidden():
+    with pytest.raises(KeyColumnsError) as failed:
+        raise_key_problems("m", ["ssn"], [("duplicate", "ssn=123-45-6789", 2)], show_values=False)
+    assert "123-45-6789" not in str(failed.value) and "show_key_values=false" in str(failed.value)
+    with pytest.raises(KeyColumnsError) as failed:
+        raise_key_problems("m", ["ssn"], [("NULL", "ssn=NULL, x=secret", 1)], show_values=False)
+    assert "secret" not in str(failed.value)
+    assert "secret" not in lookalike_warning("m", ["ssn"], ("ssn=secret", "ssn=Secret"), show_values=False)
+
+
+def test_lookalike_keys_are_named_with_why_they_matter():
+    warning = lookalike_warning("m", ["code"], ("code=ABC", "code=abc "), show_values=True)
+    assert "Model 'm'" in warning and "'code=ABC' and 'code=abc '" in warning and "trailing spaces" in warning
+    assert string_keys([ColumnSpec("id", "int"), ColumnSpec("code", "string"), ColumnSpec("c2", "varchar(3)")]) == ["code", "c2"]

@@ -144,3 +144,16 @@ def test_project_columns_copies_only_the_named_columns():
     assert macros.openmirror_project_columns_sql(target="s.t__p", source="s.t", columns=["id", "my col"]) == (
         "create table s.t__p using parquet as select `id`, `my col` from s.t"
     )
+
+
+def test_key_lookalikes_fold_case_and_trailing_spaces_of_string_keys_only():
+    grouped = macros.openmirror_key_lookalikes_sql(keys="s.h", key_columns=["id", "code"], string_keys=["code"])
+    assert "`id` as `__openmirror_k1`, lower(rtrim(`code`)) as `__openmirror_k2`" in grouped
+    assert "group by `__openmirror_k1`, `__openmirror_k2`\nhaving count(*) > 1 limit 1" in grouped
+    joined = macros.openmirror_key_lookalikes_sql(
+        keys="s.h", key_columns=["id", "code"], string_keys=["code"], new_keys="s.c",
+        change_markers="insert_update_delete",
+    )
+    assert "from s.c c join s.h n on c.`id` = n.`id` and lower(rtrim(c.`code`)) = lower(rtrim(n.`code`))" in joined
+    assert "and not (c.`id` <=> n.`id` and c.`code` <=> n.`code`)" in joined
+    assert joined.endswith("where c.`__rowMarker__` = 0 limit 1")

@@ -32,6 +32,8 @@ class MirrorConfig:
     lease_wait_seconds: int = 0
     rebuild_wait_seconds: int = DEFAULT_REBUILD_WAIT_SECONDS
     publish: str = ON_RUN
+    #: Example key values in error messages and warnings (off for sensitive keys).
+    show_key_values: bool = True
 
     @property
     def table_folder(self) -> str:
@@ -84,6 +86,14 @@ def _whole_number(model: str, name: str, value: Any, default: int, minimum: int)
     return value
 
 
+def _flag(model: str, name: str, value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise MirrorConfigError(f"Model '{model}': {name} must be true or false, got {value!r}")
+    return value
+
+
 def mirror_config(
     model: str, schema: str, identifier: str, config: Mapping[str, Any]
 ) -> MirrorConfig:
@@ -108,6 +118,7 @@ def mirror_config(
         ),
         lease_wait_seconds=_whole_number(model, "lease_wait_seconds", config.get("lease_wait_seconds"), 0, 0),
         publish=_choice(model, config, "publish", PUBLISH),
+        show_key_values=_flag(model, "show_key_values", config.get("show_key_values"), True),
         rebuild_wait_seconds=_whole_number(
             model, "rebuild_wait_seconds", config.get("rebuild_wait_seconds"), DEFAULT_REBUILD_WAIT_SECONDS, 0
         ),

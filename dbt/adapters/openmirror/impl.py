@@ -22,7 +22,13 @@ from dbt.adapters.openmirror.audit import AUDIT_HOOK_MACRO, hook_configured, ver
 from dbt.adapters.openmirror.config import AFTER_TESTS, MirrorConfig, is_set, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError, OpenMirrorError
-from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, resolve_key_columns
+from dbt.adapters.openmirror.keys import (
+    check_key_types,
+    lookalike_warning,
+    raise_key_problems,
+    resolve_key_columns,
+    string_keys,
+)
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, data_file_name, scratch_path
 from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
 from dbt.adapters.openmirror.mirroring_service import MirroringService
@@ -361,7 +367,25 @@ class OpenMirrorAdapter(SparkAdapter):
     def _check_keys(self, mirror: MirrorConfig, relation: Any, key_columns: List[str], counted: bool) -> None:
         sql = self._sql("openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted)
         _, problems = self.execute(sql, fetch=True)
-        raise_key_problems(mirror.model, key_columns, [tuple(row) for row in problems])
+        raise_key_problems(mirror.model, key_columns, [tuple(row) for row in problems], mirror.show_key_values)
+
+    def _warn_key_lookalikes(
+        self, mirror: MirrorConfig, plan: RunPlan, key_columns: List[str], keys: Any, new_keys: Any = None,
+    ) -> None:
+        """String keys that differ only in case or trailing spaces: among all keys (`keys`, a row
+        per key), or between this run's new keys (`new_keys`, the changed keys) and all keys."""
+        lowered = {k.lower() for k in key_columns}
+        strings = string_keys([c for c in plan.schema.columns if c.name.lower() in lowered])
+        if not strings:
+            return
+        sql = self._sql(
+            "openmirror_key_lookalikes_sql", keys=str(keys), key_columns=key_columns, string_keys=strings,
+            new_keys=str(new_keys) if new_keys is not None else None,
+            change_markers=mirror.change_markers,
+        )
+        _, pairs = self.execute(sql, fetch=True)
+        for one, other in pairs:
+            self._warn(lookalike_warning(mirror.model, key_columns, (one, other), mirror.show_key_values))
 
     # -- what the landing zone and the snapshot say ---------------------------------------------
 
@@ -443,6 +467,7 @@ class OpenMirrorAdapter(SparkAdapter):
             new, previous = str(relations["new"]), str(relations["previous"])
             if plan.mode != INCREMENTAL:
                 self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+                self._warn_key_lookalikes(mirror, plan, key_columns, relations["new_hashes"])
                 sql = self._sql(
                     "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
                     change_markers=mirror.change_markers, position=mirror.row_marker_position,
@@ -454,6 +479,7 @@ class OpenMirrorAdapter(SparkAdapter):
             if not self._hashes_match(relations["previous_hashes"], snapshot, signature):
                 logger.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
                 self._check_keys(mirror, relations["new_hashes"], key_columns, counted=False)
+                self._warn_key_lookalikes(mirror, plan, key_columns, relations["new_hashes"])
                 sql = self._sql(
                     "openmirror_change_rows_sql", new_relation=new, previous_relation=previous,
                     columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
@@ -470,6 +496,7 @@ class OpenMirrorAdapter(SparkAdapter):
             ))
             self.cache_added(changes)
             self._check_keys(mirror, changes, key_columns, counted=True)
+            self._warn_key_lookalikes(mirror, plan, key_columns, relations["new_hashes"], new_keys=changes)
             sql = self._sql(
                 "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
                 kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,

@@ -6,6 +6,8 @@ from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
 
 _FLOATING_POINT = ("float", "double", "real")
+_STRING_TYPES = ("string", "varchar", "char")
+HIDDEN = "(values hidden: show_key_values=false)"
 
 
 def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> List[str]:
@@ -39,15 +41,37 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> List[str]:
     ]
 
 
-def raise_key_problems(model: str, key_columns: Sequence[str], problems: Iterable[Tuple]) -> None:
-    """Fail on the first NULL or duplicated key found by the `openmirror_key_problems_sql` macro."""
+def string_keys(key_columns: Sequence[ColumnSpec]) -> List[str]:
+    """Key columns whose values the mirror's SQL may compare ignoring case or trailing spaces."""
+    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(_STRING_TYPES)]
+
+
+def raise_key_problems(
+    model: str, key_columns: Sequence[str], problems: Iterable[Tuple], show_values: bool = True
+) -> None:
+    """Fail on the first NULL or duplicated key found by the `openmirror_key_problems_sql` macro;
+    its example values only when `show_values` (model config show_key_values)."""
     for problem, example, rows in problems:
         if problem == "NULL":
+            where = f"e.g. the row with {example}" if show_values else HIDDEN
             raise KeyColumnsError(
-                f"Model '{model}': unique_key {list(key_columns)} has NULL values, e.g. the row "
-                f"with {example}. The mirror needs every key column set; filter or coalesce them."
+                f"Model '{model}': unique_key {list(key_columns)} has NULL values, {where}. The "
+                "mirror needs every key column set; filter or coalesce them."
             )
+        which = example if show_values else f"a key {HIDDEN}"
         raise KeyColumnsError(
-            f"Model '{model}': unique_key {list(key_columns)} is not unique: {example} appears "
+            f"Model '{model}': unique_key {list(key_columns)} is not unique: {which} appears "
             f"in {rows} rows. Each key must identify one row of the model's output."
         )
+
+
+def lookalike_warning(model: str, key_columns: Sequence[str], pair: Tuple[str, str], show_values: bool) -> str:
+    """Two keys that differ only in case or trailing spaces (openmirror_key_lookalikes_sql)."""
+    shown = f"{pair[0]!r} and {pair[1]!r}" if show_values else f"two keys {HIDDEN}"
+    return (
+        f"Model '{model}': unique_key {list(key_columns)} has keys that differ only in letter case "
+        f"or trailing spaces: {shown}. The mirror keeps them apart, but its SQL analytics endpoint "
+        "ignores trailing spaces when it compares strings (and letter case under a "
+        "case-insensitive collation), so queries there may see two rows for one key. Normalise "
+        "the key in the model (e.g. upper(trim(...))) if they mean the same thing."
+    )
