@@ -35,6 +35,13 @@
 {#- The model's own spelling of each key column (Spark matches names case-insensitively). -#}
 {%- macro openmirror_resolve_keys(unique_key, specs) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- for spec in specs -%}
+    {%- if spec.name | lower == '__rowmarker__' or (spec.name | lower).startswith('__openmirror_') -%}
+      {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'; __rowMarker__ (any letter case) is the "
+          ~ "row marker dbt-openmirror writes and names starting with '__openmirror_' are its own. "
+          ~ "Rename the column in the model.") -%}
+    {%- endif -%}
+  {%- endfor -%}
   {%- set by_lower = {} -%}
   {%- for spec in specs -%}{%- do by_lower.update({spec.name | lower: spec.name}) -%}{%- endfor -%}
   {%- set resolved = [] -%}

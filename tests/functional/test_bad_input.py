@@ -21,6 +21,8 @@ BAD_MODELS = {
     "rekeyed.sql": _model("unique_key=var('key', 'id')"),
     "map_key.sql": "{{ config(materialized='open_mirror', unique_key='m') }}\n"
     "select map('r', region) as m, id from {{ target.schema }}.src",
+    "marker_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+    "select id, 1 as __RowMarker__ from {{ target.schema }}.src",
 }
 
 
@@ -50,6 +52,7 @@ class TestBadInput:
             ("escaping_schema", ["'escaping_schema'", "mirror_schema", "'a/b'"]),
             ("hidden_table", ["'hidden_table'", "'_staging'", "ignored by the mirror"]),
             ("map_key", ["'map_key'", "'m'", "map<string,string>"]),
+            ("marker_column", ["'marker_column'", "'__RowMarker__'", "rename the column"]),
         ],
     )
     def test_config_and_name_errors(self, project, landing_zone, model, expected):

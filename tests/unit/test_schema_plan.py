@@ -1,7 +1,7 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, plan_schema
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, check_reserved_names, plan_schema
 
 ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
 
@@ -96,3 +96,10 @@ def test_the_published_spelling_is_remembered_beyond_the_snapshots_own():
 def test_sync_all_columns_rebuilds_to_take_a_new_spelling():
     plan = plan_schema("m", [ID, ColumnSpec("Name", "string")], [ID, NAME], "sync_all_columns")
     assert "column 'Name' is now spelled 'name'" in plan.rebuild_reason
+
+
+@pytest.mark.parametrize("name", ["__rowMarker__", "__ROWMARKER__", "__openmirror_rows"])
+def test_the_row_marker_and_internal_names_are_reserved(name):
+    with pytest.raises(SchemaChangeError, match=f"Model 'm': the output has a column '{name}'"):
+        check_reserved_names("m", ["id", name])
+    check_reserved_names("m", ["id", "rowMarker", "__open"])

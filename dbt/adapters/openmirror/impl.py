@@ -52,7 +52,7 @@ from dbt.adapters.openmirror.run_plan import (
     snapshot_properties,
     snapshot_record,
 )
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, plan_schema
+from dbt.adapters.openmirror.schema_plan import ColumnSpec, check_reserved_names, plan_schema
 from dbt.adapters.openmirror.staging import (
     Staging,
     choose_mode,
@@ -333,7 +333,9 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_key_columns(self, mirror: MirrorConfig, columns: Sequence[Any]) -> List[str]:
-        """The key columns as the model spells them, after checking their types."""
+        """The key columns as the model spells them, after checking the output's column names
+        and the key's types."""
+        check_reserved_names(mirror.model, [c.column for c in columns])
         key_columns = resolve_key_columns(mirror.model, mirror.unique_key, [c.column for c in columns])
         specs = {spec.name: spec for spec in _column_specs(columns)}
         for warning in check_key_types(mirror.model, [specs[k] for k in key_columns]):

@@ -6,6 +6,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from dbt.adapters.openmirror.errors import SchemaChangeError
 
 _COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
+#: Names the published files or the diff's own tables use: a model column cannot have them.
+ROW_MARKER_NAME = "__rowmarker__"
+INTERNAL_PREFIX = "__openmirror_"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,22 @@ class SchemaPlan:
     rebuild_reason: Optional[str] = None
     #: (published name, model's name) of columns the model now spells differently in case only.
     respelled: List[Tuple[str, str]] = field(default_factory=list)
+
+
+def check_reserved_names(model: str, columns: Sequence[str]) -> None:
+    """Refuse output columns named like the row marker or the diff's own columns (any case)."""
+    for name in columns:
+        if name.lower() == ROW_MARKER_NAME:
+            raise SchemaChangeError(
+                f"Model '{model}': the output has a column '{name}'. The mirror reads "
+                "__rowMarker__ (in any letter case) as the row marker that dbt-openmirror writes "
+                "itself; rename the column in the model."
+            )
+        if name.lower().startswith(INTERNAL_PREFIX):
+            raise SchemaChangeError(
+                f"Model '{model}': the output has a column '{name}'; names starting with "
+                f"'{INTERNAL_PREFIX}' are dbt-openmirror's own. Rename the column in the model."
+            )
 
 
 def _describe(changes: Sequence[Tuple[str, str, str]]) -> str:
