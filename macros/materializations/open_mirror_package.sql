@@ -15,19 +15,27 @@
 
   {%- set settings = om.openmirror_package_settings() -%}
   {%- set full_refresh = should_full_refresh() -%}
+  {%- set dry_run = var('openmirror_dry_run', false) in [true, 'true', 'True', 'yes', 1, '1'] -%}
   {%- set target_relation = this.incorporate(type='table') -%}
-  {%- set new_relation = make_intermediate_relation(target_relation, suffix='__om_new') -%}
+  {#- A run that stages nothing (a dry run, --empty) builds beside the names a staging run uses. -#}
+  {%- set prefix = '__om_check' if (dry_run or flags.EMPTY) else '__om' -%}
+  {%- set new_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
   {#- Key hashes of the output and of the snapshot, and this run's changed keys (macros/sql/hash_diff.sql). -#}
-  {%- set new_hashes = make_intermediate_relation(target_relation, suffix='__om_new_hashes') -%}
+  {%- set new_hashes = make_intermediate_relation(target_relation, suffix=prefix ~ '_new_hashes') -%}
   {%- set previous_hashes = make_intermediate_relation(target_relation, suffix='__om_hashes') -%}
-  {%- set changes_relation = make_intermediate_relation(target_relation, suffix='__om_changes') -%}
+  {%- set changes_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_changes') -%}
   {%- set run_id = invocation_id ~ '-' ~ local_md5(model.unique_id)[:8] -%}
   {%- set staged_folder = '_scratchPad/dbt-openmirror/' ~ run_id -%}
+  {%- if flags.EMPTY -%}
+    {{ return(om.openmirror_package_empty_run(settings, target_relation, new_relation)) }}
+  {%- endif -%}
 
   {#- 0. The manifest, and what an interrupted run of this table left. -#}
   {%- set manifest = om.openmirror_manifest_relation(settings) -%}
-  {%- do om.openmirror_ensure_manifest(manifest, settings) -%}
+  {%- if not dry_run -%}
+    {%- do om.openmirror_ensure_manifest(manifest, settings) -%}
+  {%- endif -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- if existing_relation is not none and existing_relation.type != 'table' -%}
     {{ adapter.drop_relation(existing_relation) }}
@@ -38,9 +46,11 @@
     {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
   {%- endif -%}
   {%- set snapshot_run = snapshot.get('openmirror.staged_run_id') -%}
-  {%- set unfinished = om.openmirror_unfinished_runs(manifest, settings.table_folder) -%}
-  {%- do om.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, 'staged') -%}
-  {%- do om.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, 'discarded') -%}
+  {%- if not dry_run -%}
+    {%- set unfinished = om.openmirror_unfinished_runs(manifest, settings.table_folder) -%}
+    {%- do om.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, 'staged') -%}
+    {%- do om.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, 'discarded') -%}
+  {%- endif -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ drop_relation_if_exists(load_cached_relation(backup_relation)) }}
 
@@ -70,7 +80,7 @@
   {%- set spelling = om.openmirror_published_spelling(published_names, previous) -%}
   {%- set published_keys = [] -%}
   {%- for key in key_columns -%}{%- do published_keys.append(spelling.get(key | lower, key)) -%}{%- endfor -%}
-  {%- if existing_relation is none -%}
+  {%- if existing_relation is none or snapshot.get('openmirror.created_by') == 'empty run' -%}
     {%- set load, reason = 'full', 'first publish' -%}
   {%- elif full_refresh -%}
     {%- set load, reason = 'full', '--full-refresh' -%}
@@ -124,6 +134,10 @@
     {%- set writers, shuffle = 1, true -%}
   {%- endif -%}
 
+  {%- if dry_run -%}
+    {{ return(om.openmirror_package_dry_run(settings, load, reason, change_rows, [new_relation, new_hashes, changes_relation])) }}
+  {%- endif -%}
+
   {#- 3. Spark stages the change rows where the mirror does not look; the manifest records them. -#}
   {%- call statement('parquet_timestamps') -%}
     set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
@@ -174,3 +188,52 @@
   {{ return({'relations': [target_relation]}) }}
 
 {% endmaterialization %}
+
+
+{#- `dbt run --empty`: the output was built without rows; its columns and key are checked, nothing
+    is staged, and `{{ this }}` stays as it was (created empty, unrecorded, only when there is none). -#}
+{%- macro openmirror_package_empty_run(settings, target_relation, new_relation) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
+  {{ run_hooks(pre_hooks) }}
+  {%- call statement('build_model_output') -%}
+    {{ create_table_as(False, new_relation, compiled_code) }}
+  {%- endcall -%}
+  {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
+  {%- do om.openmirror_resolve_keys(settings.unique_key, columns) -%}
+  {%- if existing_relation is none -%}
+    {%- call statement('record_empty_run') -%}
+      {{ om.openmirror_snapshot_record_sql(new_relation, {'openmirror.created_by': 'empty run'}) }}
+    {%- endcall -%}
+    {{ adapter.rename_relation(new_relation, target_relation) }}
+  {%- else -%}
+    {%- set snapshot = {} -%}
+    {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
+    {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) -%}
+    {%- do om.openmirror_schema_plan(previous, columns, settings.on_schema_change,
+        fromjson(snapshot.get('openmirror.published_columns', 'null'))) -%}
+    {{ adapter.drop_relation(new_relation) }}
+  {%- endif -%}
+  {%- do store_raw_result(name='main', message='--empty: columns and unique_key checked, nothing staged for '
+      ~ settings.table_folder, code='EMPTY', rows_affected=0) -%}
+  {%- do om.openmirror_finish(target_relation, existing_relation) -%}
+  {{ return({'relations': [target_relation]}) }}
+{%- endmacro -%}
+
+{#- A dry run: the rows per marker the run would stage for the table folder, nothing written to
+    the landing zone; the relations it built beside the real ones are dropped. -#}
+{%- macro openmirror_package_dry_run(settings, load, reason, change_rows, built) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set counts = {0: 0, 1: 0, 2: 0, 4: 0} -%}
+  {%- for row in run_query(om.openmirror_count_markers_sql('(' ~ change_rows ~ ') change_rows',
+      load == 'full', settings.change_markers)).rows -%}
+    {%- do counts.update({row[0] | int: row[1] | int}) -%}
+  {%- endfor -%}
+  {%- for relation in built -%}{%- do adapter.drop_relation(relation) -%}{%- endfor -%}
+  {%- set change = '+' ~ counts[0] ~ ' ~' ~ counts[1] ~ ' -' ~ counts[2] ~ (' ^' ~ counts[4] if counts[4] else '') -%}
+  {%- do store_raw_result(name='main', message='dry run, nothing written: ' ~ change ~ ' would be staged ('
+      ~ load ~ (': ' ~ reason if reason else '') ~ ') for ' ~ settings.table_folder,
+      code='DRY_RUN', rows_affected=counts.values() | sum) -%}
+  {{ return({'relations': []}) }}
+{%- endmacro -%}

@@ -203,3 +203,29 @@ class TestPackageModeWithoutKeyHashes(InPackageMode):
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] is not unique: id=1 appears in 2 rows" in message
         assert tree_digest(landing_zone) == before
+
+
+class TestPackageRunsThatStageNothing(InPackageMode):
+    def test_empty_and_dry_runs_stage_nothing(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        set_source(warehouse, schema, f"select * from values (1, 'a', 10), (2, 'b', 20) {COLUMNS}")
+        result = run_dbt(["run", "--empty"])[0]
+        assert "--empty" in result.message and tree_digest(landing_zone) == {}
+        dry = run_dbt(["run", "--vars", "{openmirror_dry_run: true}"])[0]
+        assert dry.message == f"dry run, nothing written: +2 ~0 -0 would be staged (full: first publish) for {schema}.schema/customers"
+        assert tree_digest(landing_zone) == {}
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)")
+        publish(landing_zone)
+
+        set_source(warehouse, schema, f"select * from values (1, 'a', 11), (3, 'c', 30) {COLUMNS}")
+        before, snapshot = tree_digest(landing_zone), warehouse.rows(f"select * from {schema}.customers")
+        dry = run_dbt(["run", "--vars", "{openmirror_dry_run: true}"])[0]
+        assert dry.message.startswith("dry run, nothing written: +1 ~1 -1 would be staged (incremental)")
+        assert run_dbt(["run", "--empty"])[0].adapter_response["code"] == "EMPTY"
+        assert tree_digest(landing_zone) == before
+        assert warehouse.rows(f"select * from {schema}.customers") == snapshot
+        _stage(project, warehouse, "(1, 'a', 11), (3, 'c', 30)")
+        publish(landing_zone)
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
