@@ -74,6 +74,10 @@
     {%- set on_schema_change = om.openmirror_choice('on_schema_change', ['append_new_columns', 'fail', 'sync_all_columns']) -%}
   {%- endif -%}
 
+  {%- if om.openmirror_choice('publish', ['on_run', 'after_tests']) != 'on_run' -%}
+    {%- do om.openmirror_fail("publish='after_tests' is not offered in package mode yet") -%}
+  {%- endif -%}
+
   {{ return({
       'unique_key': cleaned,
       'landing_zone': landing_zone.rstrip('/'),
