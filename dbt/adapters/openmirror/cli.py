@@ -6,14 +6,16 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from dbt.adapters.openmirror.errors import OpenMirrorError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
 from dbt.adapters.openmirror.landing_zone import parse_sequence_number, table_folders
 from dbt.adapters.openmirror.lease import LeaseManager
-from dbt.adapters.openmirror.local_mirror.replay import STATUS_FILE, LocalMirror
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.local_mirror.status import STATUS_FILE, TableStatus
 from dbt.adapters.openmirror.monitoring import (
     REPLICATOR_FILE,
     TABLES_FILE,
@@ -38,6 +40,14 @@ def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
     storage = open_landing_zone(args.landing_zone, auth)
     injector = FaultInjector.from_environment()  # test tool only, see storage/faults.py
     return FaultInjectingStorage(storage, injector) if injector is not None else storage
+
+
+def _existing_landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
+    """The landing zone, refused when it does not exist: a mistyped path is not an empty landing zone."""
+    storage = _landing_zone(args)
+    if not storage.exists(""):
+        raise LandingZoneConfigError(f"the landing zone {storage.location} does not exist")
+    return storage
 
 
 def _pause(seconds: float) -> None:
@@ -68,18 +78,50 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    mirror = LocalMirror(_landing_zone(args), Path(args.target).resolve())
-    statuses = mirror.replay()
+    mirror = LocalMirror(_existing_landing_zone(args), Path(args.target).resolve())
+    if args.watch:
+        return _replay_watch(mirror, args.interval)
+    try:
+        statuses = mirror.replay()
+    finally:
+        mirror.stopped()
     for status in statuses:
-        line = (
-            f"{status.sourceSchemaName}.{status.sourceTableName}: {status.status}, "
-            f"applied through file {status.lastAppliedFile}, "
-            f"{status.metrics['processedRows']} rows processed"
-        )
-        if status.errorMessage:
-            line += f" ({status.errorCode or 'note'}: {status.errorMessage})"
-        print(line)
+        print(status.describe())
     return 1 if any(s.status == "Error" for s in statuses) else 0
+
+
+def _replay_watch(mirror: LocalMirror, interval: float) -> int:
+    """Poll until Ctrl-C or SIGTERM (the poll under way finishes first; a second signal stops at
+    once), printing each table's line when it changes and the tables dropped."""
+    stop = threading.Event()
+    shown: Dict[Tuple[str, str], str] = {}
+
+    def report(statuses: List[TableStatus]) -> None:
+        current = {(s.sourceSchemaName, s.sourceTableName): s.describe() for s in statuses}
+        for key in sorted(set(shown) - set(current)):
+            print(f"{key[0]}.{key[1]}: dropped (its folder was deleted)", flush=True)
+        for key, line in sorted(current.items()):
+            if shown.get(key) != line:
+                print(line, flush=True)
+        shown.clear()
+        shown.update(current)
+
+    def failed(exc: Exception) -> None:
+        print(f"dbt-openmirror replay: {getattr(exc, 'msg', exc)} (trying again)", file=sys.stderr, flush=True)
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        mirror.watch(interval, stop, report, failed)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 0
 
 
 def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> Tuple[str, Optional[str], Optional[str]]:
@@ -92,7 +134,7 @@ def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> Tup
 
 
 def _status(args: argparse.Namespace) -> int:
-    storage = _landing_zone(args)
+    storage = _existing_landing_zone(args)
     publisher = Publisher(storage)
     leases = LeaseManager(storage)
     source, tables_text, replicator_text = _mirror_status(args, storage)
@@ -134,7 +176,7 @@ def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    findings = validate(_landing_zone(args))
+    findings = validate(_existing_landing_zone(args))
     for finding in findings:
         print(finding)
     errors = sum(1 for f in findings if f.severity == ERROR)
@@ -189,6 +231,8 @@ def parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="apply a landing zone to local Delta tables")
     _landing_zone_arguments(replay)
     replay.add_argument("--target", required=True, help="folder of the local mirrored database")
+    replay.add_argument("--watch", action="store_true", help="keep polling every --interval seconds until stopped")
+    replay.add_argument("--interval", type=float, default=5.0, help="seconds between polls with --watch")
     replay.set_defaults(run=_replay)
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
     _landing_zone_arguments(check)
