@@ -29,17 +29,6 @@ def declare(folder, keys, **extra):
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": keys, **extra}))
 
 
-@pytest.fixture
-def lz(tmp_path):
-    return tmp_path / "lz"
-
-
-@pytest.fixture
-def mirror(lz, tmp_path):
-    lz.mkdir()
-    return LocalMirror(LocalStorage(lz), tmp_path / "mirror")
-
-
 def rows_of(mirror, schema, table):
     return sorted(read_delta(mirror.target / schema / table), key=lambda r: json.dumps(r, default=str))
 

@@ -3,23 +3,9 @@ folders, and repairs as the documentation describes them."""
 
 import shutil
 
-import pyarrow as pa
 import pytest
 
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
-from dbt.adapters.openmirror.storage import LocalStorage
 from tests.unit.landing_zones import declare, parquet, rows
-
-
-@pytest.fixture
-def lz(tmp_path):
-    (tmp_path / "lz").mkdir()
-    return tmp_path / "lz"
-
-
-@pytest.fixture
-def mirror(lz, tmp_path):
-    return LocalMirror(LocalStorage(lz), tmp_path / "mirror")
 
 
 def two_files(folder):

@@ -15,17 +15,6 @@ from tests.unit.landing_zones import csv_table, declare, parquet, rows, text_fil
 LAST_UPDATE_TIME = {"fileDetectionStrategy": "LastUpdateTimeFileDetection"}
 
 
-@pytest.fixture
-def lz(tmp_path):
-    (tmp_path / "lz").mkdir()
-    return tmp_path / "lz"
-
-
-@pytest.fixture
-def mirror(lz, tmp_path):
-    return LocalMirror(LocalStorage(lz), tmp_path / "mirror")
-
-
 def aged(path, seconds):
     os.utime(path, (seconds, seconds))
     return path

@@ -21,17 +21,6 @@ from tests.mirror_oracle import replay as oracle_replay
 from tests.unit.landing_zones import declare, parquet, rows
 
 
-@pytest.fixture
-def lz(tmp_path):
-    (tmp_path / "lz").mkdir()
-    return tmp_path / "lz"
-
-
-@pytest.fixture
-def mirror(lz, tmp_path):
-    return LocalMirror(LocalStorage(lz), tmp_path / "mirror")
-
-
 def by_table(statuses):
     return {s.sourceTableName: s for s in statuses}
 

@@ -132,16 +132,18 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
 
 
-def _json_object(text: str, parsed: Parsed) -> Optional[Dict[str, Any]]:
+def _json_object(text: str, documented: Sequence[str]) -> Tuple[Parsed, Optional[_Object]]:
+    """The file's top-level object (None when the text is not one), and what is wrong with it."""
+    parsed = Parsed()
     try:
         document = _strict_json(text)
     except ValueError as exc:
         parsed.errors.append(f"not valid JSON ({exc})")
-        return None
+        return parsed, None
     if not isinstance(document, dict):
         parsed.errors.append("must be a JSON object")
-        return None
-    return document
+        return parsed, None
+    return parsed, _Object(document, "", documented, parsed)
 
 
 def _choice(value: Any, where: str, choices: Sequence[str], parsed: Parsed) -> Optional[str]:
@@ -250,11 +252,9 @@ def _delimited_text(table: _Object, keys: Sequence[str], parsed: Parsed) -> Opti
 
 def parse_table_metadata(text: str) -> Parsed:
     """A `_metadata.json` text: the table's contract, or the errors that keep it from having one."""
-    parsed = Parsed()
-    document = _json_object(text, parsed)
-    if document is None:
+    parsed, table = _json_object(text, _TABLE_FIELDS)
+    if table is None:
         return parsed
-    table = _Object(document, "", _TABLE_FIELDS, parsed)
     keys = _key_columns(table.get("keyColumns", []), parsed)
     detection = _choice(table.get("fileDetectionStrategy", SEQUENTIAL), "fileDetectionStrategy",
                         (SEQUENTIAL, LAST_UPDATE_TIME), parsed)
@@ -279,11 +279,9 @@ def parse_table_metadata(text: str) -> Parsed:
 
 def parse_partner_events(text: str) -> Parsed:
     """`_partnerEvents.json`: who publishes (`partnerName`, and `sourceInfo` about the source)."""
-    parsed = Parsed()
-    document = _json_object(text, parsed)
-    if document is None:
+    parsed, events = _json_object(text, _PARTNER_FIELDS)
+    if events is None:
         return parsed
-    events = _Object(document, "", _PARTNER_FIELDS, parsed)
     name = events.get("partnerName")
     if not isinstance(name, str) or not name.strip():
         parsed.errors.append(f"partnerName must name the publisher, got {name!r}")
