@@ -208,3 +208,18 @@ def test_cli_replay_and_status(lz, tmp_path, capsys):
     assert main(["status", str(lz), "--target", str(tmp_path / "m")]) == 0
     line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("s.t")][0]
     assert line.split()[1:4] == ["2", "1", "Replicating,"]
+
+
+def test_a_table_of_an_earlier_mirror_goes_on_from_its_recorded_number(lz, mirror):
+    """Earlier versions recorded only the file's number (the commit's application transaction)."""
+    from deltalake import write_deltalake
+    from deltalake.transaction import CommitProperties, Transaction
+
+    declare(lz / "t", ["id"])
+    write(lz / "t" / "_ProcessedFiles", 1, [{"id": 1}], [0])
+    write_deltalake(str(mirror.target / "dbo" / "t"), pa.table({"id": [1]}), commit_properties=CommitProperties(
+        app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]))
+    write(lz / "t", 2, [{"id": 2}], [0])
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 2)
+    assert rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}]

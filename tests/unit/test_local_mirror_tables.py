@@ -172,16 +172,37 @@ def test_a_column_added_later_that_needs_mapping_upgrades_the_table(lz, mirror):
     ]
 
 
-def test_column_mapping_on_a_table_with_table_features(lz, mirror):
+@pytest.mark.parametrize("first_columns", [{}, {"a b": ["w"]}], ids=["added later", "in the first file"])
+def test_column_mapping_on_a_table_with_table_features(lz, mirror, first_columns):
     declare(lz / "t", ["id"])
-    parquet(lz / "t", 1, {"id": [1], "at": pa.array([1], pa.timestamp("us"))}, [0])  # timestamp_ntz: 3/7
+    # timestamp_ntz puts the table at protocol 3/7 (table features)
+    parquet(lz / "t", 1, {"id": [1], "at": pa.array([1], pa.timestamp("us")), **first_columns}, [0])
     parquet(lz / "t", 2, {"id": [2], "at": pa.array([2], pa.timestamp("us")), "a b": ["x"]}, [0])
     [status] = mirror.replay()
     assert status.status == "Replicating", status.errorMessage
-    found = protocol(mirror.target / "dbo" / "t")
-    assert (found["minReaderVersion"], found["minWriterVersion"]) == (3, 7)
-    assert {"columnMapping", "timestampNtz"} <= set(found["readerFeatures"]) & set(found["writerFeatures"])
-    assert {r["id"]: r["a b"] for r in rows(mirror.target, "dbo", "t")} == {1: None, 2: "x"}
+    path = mirror.target / "dbo" / "t"
+    assert protocol(path) == {"minReaderVersion": 3, "minWriterVersion": 7,
+                              "readerFeatures": ["columnMapping", "timestampNtz"],
+                              "writerFeatures": ["columnMapping", "timestampNtz"]}
+    assert {r["id"]: r["a b"] for r in read_delta(path)} == {1: first_columns.get("a b", [None])[0], 2: "x"}
+    read_back = pa.table(QueryBuilder().register("t", DeltaTable(str(path))).execute("select * from t").read_all())
+    assert sorted(read_back.column("a b").to_pylist(), key=str) == sorted([first_columns.get("a b", [None])[0], "x"], key=str)
+
+
+def test_a_table_written_without_the_mapping_its_names_need_gets_it(lz, mirror):
+    """As an earlier mirror left them (or a create interrupted before its mapping commit)."""
+    from deltalake import write_deltalake
+    from deltalake.transaction import CommitProperties, Transaction
+
+    declare(lz / "t", ["id"])
+    parquet(lz / "t" / "_ProcessedFiles", 1, {"id": [1], "my col": ["a"]}, [0])
+    write_deltalake(str(mirror.target / "dbo" / "t"), pa.table({"id": [1], "my col": ["a"]}), commit_properties=CommitProperties(
+        app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]))
+    parquet(lz / "t", 2, {"id": [2], "my col": ["b"]}, [0])
+    [status] = mirror.replay()
+    assert status.status == "Replicating", status.errorMessage
+    assert protocol(mirror.target / "dbo" / "t") == {"minReaderVersion": 2, "minWriterVersion": 5}
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1, "my col": "a"}, {"id": 2, "my col": "b"}]
 
 
 def test_a_key_the_table_holds_twice_is_updated_once_whatever_the_apply_path(lz, mirror):

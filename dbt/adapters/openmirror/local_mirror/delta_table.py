@@ -5,10 +5,11 @@
   changes atomically with the data and is read back from the table itself.
 - Column names Delta cannot hold plainly (spaces, `,;{}()=`, tabs, newlines) get column mapping
   (mode `name`, protocol reader 2 / writer 5, or the `columnMapping` feature at 3/7).
-- delta-rs 1.x refuses any schema change on column-mapped tables, so the mirror commits added
-  columns itself: one `metaData` action (with the protocol upgrade column mapping needs), written
-  create-only as the next log version. If another writer took that version, the commit fails
-  instead of overwriting it (Delta's optimistic concurrency).
+- delta-rs 1.6 cannot enable column mapping correctly (see `ensure_column_mapping`) and refuses
+  any schema change on mapped tables, so the mirror commits both itself: one `metaData` action
+  (with the protocol upgrade column mapping needs), written create-only as the next log version.
+  If another writer took that version, the commit fails instead of overwriting it (Delta's
+  optimistic concurrency).
 - Reads go through delta-rs's query engine: its pyarrow dataset reads column-mapped tables as NULLs.
 """
 
@@ -27,6 +28,7 @@ from deltalake.transaction import CommitProperties, Transaction
 
 from dbt.adapters.openmirror.column_rules import MirrorColumn, TableColumns, needs_column_mapping
 from dbt.adapters.openmirror.markers import DELETE, INSERT, ROW_MARKER
+from dbt.adapters.openmirror.metadata_files import PARQUET, SEQUENTIAL
 
 APP_ID = "dbt-openmirror-replay"
 RECORD_KEY = "dbtOpenmirrorAppliedFile"
@@ -86,19 +88,23 @@ class MirroredTable:
 
     @classmethod
     def open(cls, path: Path) -> Optional["MirroredTable"]:
-        return cls(path) if DeltaTable.is_deltatable(str(path)) else None
+        if not DeltaTable.is_deltatable(str(path)):
+            return None
+        table = cls(path)
+        table.ensure_column_mapping()  # also for a table an interrupted create left without it
+        return table
 
     @classmethod
     def create(cls, path: Path, columns: TableColumns, rows: pa.Table, applied: AppliedFile) -> "MirroredTable":
-        """A new table holding `rows` (the table's columns, no marker), in one commit."""
-        properties = dict(TABLE_PROPERTIES)
-        if any(needs_column_mapping(name) for name in columns.names):
-            properties[MAPPING_MODE] = "name"
+        """A new table holding `rows` (the table's columns, no marker): one commit with the data,
+        then column mapping when a name needs it."""
         write_deltalake(
-            str(path), rows.cast(columns.arrow_schema()), mode="error", configuration=properties,
+            str(path), rows.cast(columns.arrow_schema()), mode="error", configuration=TABLE_PROPERTIES,
             commit_properties=applied.commit(),
         )
-        return cls(path)
+        table = cls(path)
+        table.ensure_column_mapping()
+        return table
 
     @staticmethod
     def drop(path: Path) -> None:
@@ -125,6 +131,9 @@ class MirroredTable:
             for commit in self.delta.history(limit):
                 if RECORD_KEY in commit:
                     return AppliedFile.from_json(commit[RECORD_KEY])
+        number = self.delta.transaction_version(APP_ID)
+        if number:  # a table of an earlier mirror, which recorded only the sequence number
+            return AppliedFile(f"{number:020d}.parquet", number, -1, -1.0, (), SEQUENTIAL, PARQUET, None)
         return None
 
     def applied_names(self, since_version: int = -1) -> Set[str]:
@@ -157,21 +166,31 @@ class MirroredTable:
             .execute()
         )
 
+    def ensure_column_mapping(self) -> None:
+        """Give the table column mapping if a column name needs it. delta-rs cannot: it creates
+        mapped tables with table features (timestamp_ntz) without the `columnMapping` feature and
+        writes their files under logical names, and it refuses to enable mapping later."""
+        mapped = MAPPING_MODE in self.delta.metadata().configuration
+        if not mapped and any(needs_column_mapping(name) for name in self.delta.schema().to_arrow().names):
+            self.add_columns([])
+
     def add_columns(self, added: Sequence[MirrorColumn]) -> None:
-        """Commit `added` (nullable) columns after the existing ones, as the next log version."""
+        """Commit `added` (nullable) columns after the existing ones, as the next log version,
+        enabling column mapping when a name needs it (existing columns keep their names as
+        physical names, as when Delta enables mapping on a table)."""
         version = self.delta.version()
         metadata = self.delta.metadata()
         schema = json.loads(self.delta.schema().to_json())
         configuration = dict(metadata.configuration)
+        names = [c["name"] for c in schema["fields"]] + [c.name for c in added]
         actions: List[Dict[str, Any]] = [{"commitInfo": {
-            "timestamp": int(time.time() * 1000), "operation": "ADD COLUMNS",
+            "timestamp": int(time.time() * 1000), "operation": "ADD COLUMNS" if added else "SET TBLPROPERTIES",
             "operationParameters": {"columns": json.dumps([c.name for c in added])},
             "clientVersion": "dbt-openmirror",
         }}]
-        if MAPPING_MODE not in configuration and any(needs_column_mapping(c.name) for c in added):
+        if MAPPING_MODE not in configuration and any(needs_column_mapping(n) for n in names):
             actions.append({"protocol": self._with_column_mapping()})
             configuration[MAPPING_MODE] = "name"
-            # Enabling column mapping on a table: existing columns keep their names as physical names.
             for number, column in enumerate(schema["fields"], start=1):
                 column["metadata"].update({FIELD_ID: number, PHYSICAL_NAME: column["name"]})
             configuration[MAX_COLUMN_ID] = str(len(schema["fields"]))

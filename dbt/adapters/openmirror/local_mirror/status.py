@@ -45,13 +45,17 @@ class TableStatus:
 
     def describe(self) -> str:
         """One line for the command's output."""
-        applied = (f"applied through file {self.lastAppliedFile}" if self.lastAppliedFileName is None
-                   or self.lastAppliedFileName.startswith(f"{self.lastAppliedFile:020d}.")
-                   else f"{self.lastAppliedFile} files applied (last {self.lastAppliedFileName})")
+        name = self.lastAppliedFileName
+        if name is None or name.startswith(f"{self.lastAppliedFile:020d}."):  # sequential names
+            applied = f"applied through file {self.lastAppliedFile}"
+        else:
+            applied = f"{self.lastAppliedFile} files applied (last {name})"
         line = (f"{self.sourceSchemaName}.{self.sourceTableName}: {self.status}, {applied}, "
                 f"{self.metrics['processedRows']} rows processed")
         if self.errorMessage:
             line += f" ({self.errorCode or 'note'}: {self.errorMessage})"
+        if self.ignoredFiles:
+            line += f" (files at paths already processed, not applied again: {', '.join(self.ignoredFiles)})"
         return line
 
 
