@@ -5,6 +5,8 @@ import shutil
 
 import pytest
 
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.storage import LocalStorage
 from tests.unit.landing_zones import declare, parquet, rows
 
 
@@ -151,3 +153,24 @@ def test_a_missing_landing_zone_is_refused_and_drops_nothing(lz, tmp_path, mirro
         mirror.replay()
     assert rows(mirror.target, "dbo", "t") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
     assert list(mirror.read_status()) == [("dbo", "t")]
+
+
+class DeletedBeforeTheMove(LocalStorage):
+    """A landing zone whose table folder a publisher deletes just as the mirror moves a file."""
+
+    def rename_create_only(self, source, target):
+        shutil.rmtree(self.root / source.split("/")[0], ignore_errors=True)
+        super().rename_create_only(source, target)
+
+
+def test_a_folder_deleted_during_a_poll_leaves_nothing_that_passes_for_its_past(lz, tmp_path):
+    two_files(lz / "t")
+    [status] = LocalMirror(DeletedBeforeTheMove(lz), tmp_path / "mirror").replay()
+    assert status.errorCode == "TableFolderDeleted"
+    assert not (lz / "t" / "_ProcessedFiles").exists()
+    mirror = LocalMirror(LocalStorage(lz), tmp_path / "mirror")
+    assert mirror.replay() == [] and not (tmp_path / "mirror" / "dbo" / "t").exists()
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [3], "v": ["c"]})
+    [status] = mirror.replay()
+    assert status.status == "Replicating" and rows(mirror.target, "dbo", "t") == [{"id": 3, "v": "c"}]

@@ -103,14 +103,10 @@ class TableFolderReplay:
         self.path = path
 
     def view(self) -> FolderView:
-        files = {f.name: f for f in self.storage.list_files(self.folder) if not f.is_folder}
-        processed: Set[str] = set()
-        present = False
-        for name in PROCESSED_FOLDERS:
-            if self.storage.exists(f"{self.folder}/{name}"):
-                present = True
-                processed.update(self.storage.list_names(f"{self.folder}/{name}"))
-        return FolderView(files, processed, present)
+        listing = self.storage.list_files(self.folder)
+        folders = [f.name for f in listing if f.is_folder and f.name in PROCESSED_FOLDERS]
+        processed = {name for folder in folders for name in self.storage.list_names(f"{self.folder}/{folder}")}
+        return FolderView({f.name: f for f in listing if not f.is_folder}, processed, bool(folders))
 
     def metadata(self, view: FolderView) -> TableMetadata:
         text = self.storage.read_text(f"{self.folder}/{METADATA_FILE}") if view.metadata_file else None
@@ -229,8 +225,8 @@ class TableFolderReplay:
         except DelimitedTextError as exc:
             raise TableStopped("InvalidFile", f"{name}: {exc}; replace it with a valid file of the same name") from exc
         except (pa.ArrowException, OSError) as exc:
-            raise TableStopped("InvalidFile", f"{name} is not readable Parquet ({exc}); replace it with a valid "
-                               "file of the same name") from exc
+            raise TableStopped("InvalidFile", f"{name} is not readable {metadata.file_format} ({exc}); replace it "
+                               "with a valid file of the same name") from exc
         keys = list(metadata.key_columns)
         try:
             rows = with_markers(rows, UPSERT if metadata.upsert_default else INSERT, keyed=bool(keys))
@@ -247,10 +243,18 @@ class TableFolderReplay:
     def _move_processed(self, name: str, view: FolderView) -> None:
         """Move an applied file to `_ProcessedFiles/`, as the service does. After a replay killed
         inside the create-only move (link, then unlink) both names are the same file: drop the first."""
+        processed = f"{self.folder}/{PROCESSED}"
         if name in view.processed:
             self.storage.delete_file(f"{self.folder}/{name}")
         else:
-            self.storage.rename_create_only(f"{self.folder}/{name}", f"{self.folder}/{PROCESSED}/{name}")
+            try:
+                self.storage.rename_create_only(f"{self.folder}/{name}", f"{processed}/{name}")
+            except FileNotFoundError:
+                # The folder was deleted meanwhile. The move may have created the processed-files
+                # folder again, which would pass for this folder's past once it is recreated.
+                if not self.storage.list_names(processed):
+                    self.storage.delete_folder(processed)
+                raise TableStopped("TableFolderDeleted", f"the table folder was deleted while {name} was applied")
         view.processed.add(name)
 
 
