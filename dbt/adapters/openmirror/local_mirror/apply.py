@@ -59,12 +59,12 @@ def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing: Optional[pa
     if existing is None or existing.num_rows == 0:
         return True
     present = existing.select(keys).cast(changes.select(keys).schema)
+    # Semi joins of the table against the (small) file: the hash table is built on the file.
     inserts = changes.filter(pc.equal(changes.column(ROW_MARKER), INSERT)).select(keys)
-    if inserts.join(present, keys, join_type="inner").num_rows:
+    if present.join(inserts, keys, join_type="left semi").num_rows:
         return False
-    counts = present.group_by(keys).aggregate([([], "count_all")])
-    repeated = counts.filter(pc.greater(counts.column("count_all"), 1)).select(keys)
-    return repeated.num_rows == 0 or changes.select(keys).join(repeated, keys, join_type="inner").num_rows == 0
+    touched = present.join(changes.select(keys), keys, join_type="left semi")  # the table's rows the file hits
+    return touched.group_by(keys).aggregate([]).num_rows == touched.num_rows
 
 
 def without_deletes(changes: pa.Table) -> pa.Table:
