@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from dbt.adapters.openmirror.cli import main
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.delta_reader import schema
@@ -118,3 +119,17 @@ def test_a_delimited_text_file_that_does_not_match_its_declaration_stops_the_tab
     text_file(folder, f"{1:020d}.csv", text)
     [status] = mirror.replay()
     assert status.errorCode == "InvalidFile" and message in status.errorMessage, status.errorMessage
+
+
+def test_status_counts_the_files_waiting_by_the_tables_own_naming(lz, tmp_path, capsys):
+    declare(lz / "lut", ["id"], **LAST_UPDATE_TIME)
+    parquet(lz / "lut", "x.parquet", {"id": [1]}, [0])
+    parquet(lz / "lut", "y.parquet", {"id": [2]}, [0])
+    csv_table(lz / "text", ["id"], COLUMNS[:1])
+    text_file(lz / "text", f"{1:020d}.csv", "id,__rowMarker__\n1,0\n")
+    (lz / "broken").mkdir()
+    (lz / "broken" / "_metadata.json").write_text("{")
+    assert main(["status", str(lz)]) == 0
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()}
+    assert lines["dbo.lut"][2] == "2" and lines["dbo.text"][2] == "1"
+    assert lines["dbo.broken"][1:3] == ["-", "-"]

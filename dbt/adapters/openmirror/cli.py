@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
-from dbt.adapters.openmirror.landing_zone import parse_sequence_number, table_folders
+from dbt.adapters.openmirror.landing_zone import METADATA_FILE, parse_sequence_number, table_folders
 from dbt.adapters.openmirror.lease import LeaseManager
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.local_mirror.status import STATUS_FILE, TableStatus
+from dbt.adapters.openmirror.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.monitoring import (
     REPLICATOR_FILE,
     TABLES_FILE,
@@ -143,10 +144,14 @@ def _status(args: argparse.Namespace) -> int:
         print(f"mirrored database ({source}): {describe_replicator(replicator_text)}")
     print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror ({source})")
     for schema, table, folder in table_folders(storage):
-        state = publisher.table_state(folder)
-        waiting = sum(1 for n in storage.list_names(folder) if parse_sequence_number(n) is not None)
         status = mirrored.get((schema, table))
         mirror = status.describe() if status is not None else "-"
+        try:
+            state = publisher.table_state(folder)
+        except OpenMirrorError as exc:  # e.g. a broken _metadata.json: the other tables are still shown
+            print(f"{schema + '.' + table:40} {'-':>9} {'-':>7}  {mirror}\n    {exc.msg}")
+            continue
+        waiting = _waiting_files(storage, folder)
         print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
         for note in _publisher_notes(leases, folder, state):
             print(f"    {note}")
@@ -156,6 +161,16 @@ def _status(args: argparse.Namespace) -> int:
     for run in waiting:
         print(f"    {run.table_folder}: {run.describe()}, {run.state} at {run.recorded_at:%Y-%m-%d %H:%M:%S} UTC")
     return 0
+
+
+def _waiting_files(storage: LandingZoneStorage, folder: str) -> int:
+    """Data files still in the table folder, by the table's own naming (`_metadata.json`)."""
+    text = storage.read_text(f"{folder}/{METADATA_FILE}")
+    metadata = (parse_table_metadata(text).metadata if text is not None else None) or TableMetadata()
+    names = [n for n in storage.list_names(folder) if not n.startswith("_")]
+    if metadata.file_detection == LAST_UPDATE_TIME:
+        return sum(1 for n in names if n.endswith(f".{metadata.extension}"))
+    return sum(1 for n in names if parse_sequence_number(n, metadata.extension) is not None)
 
 
 def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
