@@ -124,3 +124,24 @@ def test_the_command_starts_where_fcntl_does_not_exist():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, monkeypatch, capsys):
+    from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
+    from tests.dfs_emulator import DfsEmulator
+
+    with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
+        files = dfs.root / "ws" / "item" / "Files"
+        folder = declare(files / "LandingZone" / "sales.schema" / "orders", ["id"])
+        parquet(folder, 1, {"id": [1, 2], "v": ["a", "b"]})
+        parquet(folder, 2, {"id": [2], "v": ["b2"]}, [1])
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
+        monkeypatch.setenv(TEST_TOKEN, "t")
+        url = f"{dfs.url}/ws/item/Files/LandingZone"
+        assert main(["replay", url, "--target", str(tmp_path / "mirror")]) == 0
+        assert rows(tmp_path / "mirror", *TABLE) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
+        assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [f"{1:020d}.parquet", f"{2:020d}.parquet"]
+        assert listed(files)[TABLE].processed_rows == 3
+        assert describe_replicator(monitoring(files, "replicator.json")) == "Stopped"
+        assert sorted(p.name for p in (files / "Monitoring").iterdir()) == ["replicator.json", "tables.json"]
+    assert "sales.orders: Replicating, applied through file 2, 3 rows processed" in capsys.readouterr().out
