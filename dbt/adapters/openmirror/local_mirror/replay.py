@@ -81,7 +81,7 @@ class LocalMirror:
         for schema, table, folder in table_folders(self.storage):
             present.add((schema, table))
             statuses[(schema, table)] = self._replicate(schema, table, folder, statuses.get((schema, table)))
-            self.status_files.write(statuses, RUNNING)
+            self.status_files.write_target(statuses)
         for schema, table in sorted(set(statuses) - present):
             # The folder was deleted: the service drops the mirrored table.
             path = self._target_path(schema, table)

@@ -1,9 +1,10 @@
 """What the local mirror says about itself, in the service's shapes (spec section 6): per table
 `tables.json` (`{"tables": [{sourceSchemaName, sourceTableName, status, errorCode, errorMessage,
 lastSyncDateTime, metrics: {processedRows, processedBytes}}]}`, plus fields of ours) and the
-database's `replicator.json`. Written into the target (`<target>/Monitoring/`) and, when the
-landing zone is an item's `Files/LandingZone`, beside it in `Files/Monitoring/`, where the service
-writes its own; `monitoring.parse_tables` reads either. A table is listed while its folder exists.
+database's `replicator.json`. Written into the target (`<target>/Monitoring/`, after every table)
+and, when the landing zone is an item's `Files/LandingZone`, beside it in `Files/Monitoring/`
+(after every poll), where the service writes its own; `monitoring.parse_tables` reads either. A
+table is listed from the poll that first sees its folder until the poll after it is deleted.
 """
 
 import json
@@ -76,13 +77,18 @@ class StatusFiles:
             statuses[(status.sourceSchemaName, status.sourceTableName)] = status
         return statuses
 
-    def write(self, statuses: Dict[Tuple[str, str], TableStatus], replicator: str) -> None:
+    def write_target(self, statuses: Dict[Tuple[str, str], TableStatus]) -> str:
+        """The target's `tables.json` (after every table of a poll); its text."""
         tables = json.dumps({"tables": [asdict(s) for _, s in sorted(statuses.items())]}, indent=2) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(f".{self.path.name}.tmp")
         temporary.write_text(tables, encoding="utf-8")
         os.replace(temporary, self.path)
-        if self.storage.write_monitoring(TABLES_FILE, tables):
+        return tables
+
+    def write(self, statuses: Dict[Tuple[str, str], TableStatus], replicator: str) -> None:
+        """Both places (at the end of a poll: beside a remote landing zone it costs requests)."""
+        if self.storage.write_monitoring(TABLES_FILE, self.write_target(statuses)):
             self.storage.write_monitoring(REPLICATOR_FILE, self.replicator_json(replicator))
 
     @staticmethod
