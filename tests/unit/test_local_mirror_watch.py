@@ -109,6 +109,14 @@ def test_a_landing_zone_that_does_not_exist_is_an_error(tmp_path, capsys, comman
     assert error.startswith(f"dbt-openmirror {command}: the landing zone ") and "does not exist" in error
 
 
+def test_a_target_that_cannot_be_written_is_a_message(lz, tmp_path, capsys):
+    declare(lz / "t", ["id"])
+    (tmp_path / "file").write_text("not a folder")
+    assert main(["replay", str(lz), "--target", str(tmp_path / "file" / "mirror")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("dbt-openmirror replay: ") and "Traceback" not in error
+
+
 def test_the_command_starts_where_fcntl_does_not_exist():
     """Windows has no fcntl: the replay lock must not need it at import time."""
     code = (

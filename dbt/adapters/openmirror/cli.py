@@ -296,6 +296,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OpenMirrorError as exc:  # a message for the user, not a traceback
         print(f"dbt-openmirror {args.command}: {exc.msg}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. a target folder that cannot be written
+        print(f"dbt-openmirror {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
