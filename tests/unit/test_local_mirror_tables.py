@@ -135,7 +135,7 @@ def test_types_the_mirror_holds_round_trip(lz, mirror):
     assert row["amount"] == decimal.Decimal("12.50") and row["label"] == "x" and row["blob"] == b"\x00\x01"
 
 
-NAMES = ["order id", "a,b", "x;y", "{c}", "(d)", "e=f", "tab\there"]
+NAMES = ["order id", "a,b", "x;y", "{c}", "(d)", "e=f", "tab\there", 'quote"d', "back`quoted"]
 
 
 def test_names_delta_cannot_hold_plainly_get_column_mapping(lz, mirror):

@@ -78,7 +78,7 @@ def _quoted(name: str) -> str:
 
 
 def _backquoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return f"`{name}`"
 
 
 class MirroredTable:

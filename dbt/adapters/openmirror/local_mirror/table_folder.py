@@ -286,8 +286,8 @@ def _apply_changes(mirrored: MirroredTable, rows: pa.Table, keys: Sequence[str],
                    applied: AppliedFile) -> None:
     if not keys:  # insert-only: every marker is INSERT (checked)
         mirrored.append(rows.drop_columns([ROW_MARKER]), applied)
-    elif merge_is_exact(rows, keys, mirrored.read(keys)):
-        mirrored.merge(rows, keys, applied)
+    elif all("`" not in n for n in columns.names) and merge_is_exact(rows, keys, mirrored.read(keys)):
+        mirrored.merge(rows, keys, applied)  # (delta-rs's MERGE cannot quote a name with a backquote)
     else:
         replayed = replay_rows(mirrored.read().to_pylist(), rows, keys)
         mirrored.overwrite(pa.Table.from_pylist(replayed, schema=columns.arrow_schema()), applied)
