@@ -1,5 +1,6 @@
 """An independent reader of Delta tables: the transaction log's add/remove actions and the
-live Parquet files, read with pyarrow (no delta-rs), for checking what the local mirror wrote."""
+live Parquet files, read with pyarrow (no delta-rs), for checking what the local mirror wrote.
+Column mapping (mode `name`): each column is read from the Parquet column of its physical name."""
 
 import json
 from pathlib import Path
@@ -15,12 +16,13 @@ def read_delta(table_path: Path) -> List[Dict[str, Any]]:
     assert log, f"{table_path} is not a Delta table"
     assert not list((table_path / "_delta_log").glob("*.checkpoint.parquet")), "checkpoints not read"
     live: Dict[str, None] = {}
-    columns: List[str] = []
+    columns: Dict[str, str] = {}  # logical name -> physical name
     for commit in log:
         for line in commit.read_text().splitlines():
             action = json.loads(line)
             if "metaData" in action:
-                columns = [f["name"] for f in json.loads(action["metaData"]["schemaString"])["fields"]]
+                fields = json.loads(action["metaData"]["schemaString"])["fields"]
+                columns = {f["name"]: f["metadata"].get("delta.columnMapping.physicalName", f["name"]) for f in fields}
             if "add" in action:
                 assert "deletionVector" not in action["add"] or action["add"]["deletionVector"] is None
                 live[unquote(action["add"]["path"])] = None
@@ -28,7 +30,18 @@ def read_delta(table_path: Path) -> List[Dict[str, Any]]:
                 live.pop(unquote(action["remove"]["path"]), None)
     tables = [_without_views(pq.read_table(table_path / path)) for path in live]
     rows = pa.concat_tables(tables, promote_options="default").to_pylist() if tables else []
-    return [{c: row.get(c) for c in columns} for row in rows]
+    return [{name: row.get(physical) for name, physical in columns.items()} for row in rows]
+
+
+def schema(table_path: Path) -> List[Dict[str, Any]]:
+    """The table's columns as its latest metaData action describes them."""
+    fields: List[Dict[str, Any]] = []
+    for commit in sorted((table_path / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "metaData" in action:
+                fields = json.loads(action["metaData"]["schemaString"])["fields"]
+    return fields
 
 
 def _without_views(table: pa.Table) -> pa.Table:

@@ -63,14 +63,15 @@ class TestDataTypes:
         assert_mirror_equals(warehouse, folder, f"select {as_published} from {schema}.src")
         assert findings_for(landing_zone, folder) == []
         # The local mirror's Delta table holds the same values, with the protocol that
-        # timestamp without time zone needs and no more.
+        # timestamp without time zone and the column names with spaces and parentheses (column
+        # mapping) need, and no more.
         target = tmp_path / "mirror"
         assert_local_mirror_equals(
             warehouse, landing_zone, target, schema, "typed", f"select {as_published} from {schema}.src"
         )
         assert protocol(target / schema / "typed") == {
             "minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": ["timestampNtz"], "writerFeatures": ["timestampNtz"],
+            "readerFeatures": ["columnMapping", "timestampNtz"], "writerFeatures": ["columnMapping", "timestampNtz"],
         }
 
         parquet_schema = pq.read_schema(data_files(folder)[0])

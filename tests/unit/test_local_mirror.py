@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.cli import main
-from dbt.adapters.openmirror.local_mirror import replay as replay_module
 from dbt.adapters.openmirror.local_mirror.apply import merge_is_exact, replay_rows, with_markers
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector, InjectedFault
 from tests.delta_reader import protocol, read_delta
 
 
@@ -29,24 +29,13 @@ def declare(folder, keys, **extra):
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": keys, **extra}))
 
 
-@pytest.fixture
-def lz(tmp_path):
-    return tmp_path / "lz"
-
-
-@pytest.fixture
-def mirror(lz, tmp_path):
-    lz.mkdir()
-    return LocalMirror(LocalStorage(lz), tmp_path / "mirror")
-
-
 def rows_of(mirror, schema, table):
     return sorted(read_delta(mirror.target / schema / table), key=lambda r: json.dumps(r, default=str))
 
 
 def test_reference_semantics_follow_the_spec_table():
     changes = with_markers(pa.table({"id": [1, 3, 9, 2], "v": ["a2", "c", None, "b2"],
-                                     "__rowMarker__": pa.array([0, 1, 2, 4], pa.int32())}), 0)
+                                     "__rowMarker__": pa.array([0, 1, 2, 4], pa.int32())}), 0, keyed=True)
     result = replay_rows([{"id": 1, "v": "a"}, {"id": 2, "v": "b"}], changes, ["id"])
     assert sorted(result, key=lambda r: (r["id"], r["v"])) == [
         {"id": 1, "v": "a"}, {"id": 1, "v": "a2"}, {"id": 2, "v": "b2"}, {"id": 3, "v": "c"},
@@ -54,17 +43,23 @@ def test_reference_semantics_follow_the_spec_table():
 
 
 def test_merge_is_used_only_when_exact():
-    unique = with_markers(pa.table({"id": [1, 2], "__rowMarker__": pa.array([0, 1], pa.int32())}), 0)
-    repeated = with_markers(pa.table({"id": [1, 1], "__rowMarker__": pa.array([0, 2], pa.int32())}), 0)
+    unique = with_markers(pa.table({"id": [1, 2], "__rowMarker__": pa.array([0, 1], pa.int32())}), 0, keyed=True)
+    repeated = with_markers(pa.table({"id": [1, 1], "__rowMarker__": pa.array([0, 2], pa.int32())}), 0, keyed=True)
     assert merge_is_exact(unique, ["id"], pa.table({"id": [3]}))
     assert merge_is_exact(unique, ["id"], pa.table({"id": [2]}))  # an UPDATE of a present key
     assert not merge_is_exact(unique, ["id"], pa.table({"id": [1]}))  # an INSERT of a present key
+    assert not merge_is_exact(unique, ["id"], pa.table({"id": [2, 2]}))  # a key the table holds twice
+    assert merge_is_exact(unique, ["id"], pa.table({"id": [3, 3]}))  # twice, but not in the file
     assert not merge_is_exact(repeated, ["id"], None)
 
 
 def test_markers_out_of_range_are_rejected():
-    with pytest.raises(ValueError, match="outside 0, 1, 2, 4"):
-        with_markers(pa.table({"__rowMarker__": pa.array([3], pa.int32())}), 0)
+    with pytest.raises(ValueError, match="row 1: __rowMarker__ is 3, not 0, 1, 2 or 4"):
+        with_markers(pa.table({"__rowMarker__": pa.array([0, 3], pa.int32())}), 0, keyed=True)
+    with pytest.raises(ValueError, match="row 0: __rowMarker__ is None"):
+        with_markers(pa.table({"__rowMarker__": pa.array([None], pa.int32())}), 0, keyed=True)
+    with pytest.raises(ValueError, match="row 1: __rowMarker__ is 2 in a table without keyColumns"):
+        with_markers(pa.table({"__rowMarker__": pa.array([0, 2], pa.int64())}), 0, keyed=False)
 
 
 def test_incremental_replay_moves_files_and_applies_each_once(lz, mirror):
@@ -168,19 +163,18 @@ def test_recreated_folder_rebuilds_the_table(lz, mirror):
     assert status.lastAppliedFile == 1
 
 
-def test_killed_after_commit_before_move_applies_nothing_twice(lz, mirror, monkeypatch):
+def test_killed_after_commit_before_move_applies_nothing_twice(lz, tmp_path):
     declare(lz / "t", ["id"])
     write(lz / "t", 1, [{"id": 1}], [0])
-    write(lz / "t", 2, [{"id": 1, "v": None}], [0])
-
-    def killed(self, folder, name):
-        raise KeyboardInterrupt("killed")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(replay_module.LocalMirror, "_move_processed", killed)
-        with pytest.raises(KeyboardInterrupt):
-            mirror.replay()
+    write(lz / "t", 2, [{"id": 1, "v": None}], [0], schema=pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    # The first change to the landing zone (file 1's move, after its commit) fails and every
+    # later one too, as if the process had been killed there.
+    crashing = FaultInjectingStorage(LocalStorage(lz), FaultInjector(fail_at=1))
+    with pytest.raises(InjectedFault):
+        LocalMirror(crashing, tmp_path / "mirror").replay()
+    assert (lz / "t" / f"{1:020d}.parquet").exists()
     # File 1 is committed but still in the folder; the next replay must not apply it again.
+    mirror = LocalMirror(LocalStorage(lz), tmp_path / "mirror")
     mirror.replay()
     assert rows_of(mirror, "dbo", "t") == [{"id": 1, "v": None}, {"id": 1, "v": None}]
     assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [
@@ -188,20 +182,13 @@ def test_killed_after_commit_before_move_applies_nothing_twice(lz, mirror, monke
     ]
 
 
-def test_killed_inside_the_move_leaves_no_second_copy(lz, mirror, monkeypatch):
+def test_killed_inside_the_move_leaves_no_second_copy(lz, mirror):
     declare(lz / "t", ["id"])
     write(lz / "t", 1, [{"id": 1}], [0])
-
-    def killed_after_link(self, folder, name):
-        # The create-only move is link() then unlink(): killed between the two.
-        os.link(lz / "t" / name, lz / "t" / "_ProcessedFiles" / name)
-        raise KeyboardInterrupt("killed")
-
-    (lz / "t" / "_ProcessedFiles").mkdir()
-    with monkeypatch.context() as patch:
-        patch.setattr(replay_module.LocalMirror, "_move_processed", killed_after_link)
-        with pytest.raises(KeyboardInterrupt):
-            mirror.replay()
+    mirror.replay()
+    # The create-only move is link() then unlink(): the state of a replay killed between the two.
+    name = f"{1:020d}.parquet"
+    os.link(lz / "t" / "_ProcessedFiles" / name, lz / "t" / name)
     write(lz / "t", 2, [{"id": 2}], [0])
     [status] = mirror.replay()
     assert rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}]
@@ -221,3 +208,18 @@ def test_cli_replay_and_status(lz, tmp_path, capsys):
     assert main(["status", str(lz), "--target", str(tmp_path / "m")]) == 0
     line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("s.t")][0]
     assert line.split()[1:4] == ["2", "1", "Replicating,"]
+
+
+def test_a_table_of_an_earlier_mirror_goes_on_from_its_recorded_number(lz, mirror):
+    """Earlier versions recorded only the file's number (the commit's application transaction)."""
+    from deltalake import write_deltalake
+    from deltalake.transaction import CommitProperties, Transaction
+
+    declare(lz / "t", ["id"])
+    write(lz / "t" / "_ProcessedFiles", 1, [{"id": 1}], [0])
+    write_deltalake(str(mirror.target / "dbo" / "t"), pa.table({"id": [1]}), commit_properties=CommitProperties(
+        app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]))
+    write(lz / "t", 2, [{"id": 2}], [0])
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 2)
+    assert rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}]

@@ -240,3 +240,28 @@ def test_last_modified_is_the_services_time_of_the_write(dfs, root, storage):
     assert storage.last_modified("t/a.json") == pytest.approx(written, abs=1.0)
     with pytest.raises(FileNotFoundError):
         storage.last_modified("t/missing.json")
+
+
+def test_one_listing_gives_sizes_and_times(dfs, root, storage):
+    storage.write_text("t/a.json", "{}", create_only=True)
+    storage.write_text("t/sub/b.json", "[1]", create_only=True)
+    dfs.clear_records()
+    files = storage.list_files("t")
+    assert [(f.name, f.is_folder) for f in files] == [("a.json", False), ("sub", True)]
+    assert files[0].size == 2
+    assert files[0].last_modified == pytest.approx(on_disk(dfs, root, "t/a.json").stat().st_mtime, abs=1.0)
+    assert len(dfs.recorded()) == 1  # one listing call, not one per file
+    assert storage.list_files("missing") == [] and storage.list_files("t/a.json") == []
+    assert storage.exists("") and storage.exists("t") and storage.exists("t/a.json")
+    assert not storage.exists("missing")
+
+
+def test_monitoring_files_are_written_beside_the_landing_zone(dfs, root, storage):
+    assert storage.write_monitoring("tables.json", '{"tables": []}\n')
+    assert storage.write_monitoring("tables.json", '{"tables": [1]}\n')  # replaced whole
+    item = root.split("/")[0]
+    monitoring = dfs.root / "ws" / item / "Files" / "Monitoring"
+    assert sorted(p.name for p in monitoring.iterdir()) == ["tables.json"]  # no temporary left
+    assert storage.read_monitoring("tables.json") == '{"tables": [1]}\n'
+    elsewhere = open_storage(dfs, f"{item}/Files/other")
+    assert not elsewhere.write_monitoring("tables.json", "{}")

@@ -6,14 +6,17 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from dbt.adapters.openmirror.errors import OpenMirrorError
-from dbt.adapters.openmirror.landing_zone import parse_sequence_number, table_folders
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
+from dbt.adapters.openmirror.landing_zone import METADATA_FILE, parse_sequence_number, table_folders
 from dbt.adapters.openmirror.lease import LeaseManager
-from dbt.adapters.openmirror.local_mirror.replay import STATUS_FILE, LocalMirror
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.local_mirror.status import STATUS_FILE, TableStatus
+from dbt.adapters.openmirror.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.monitoring import (
     REPLICATOR_FILE,
     TABLES_FILE,
@@ -38,6 +41,14 @@ def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
     storage = open_landing_zone(args.landing_zone, auth)
     injector = FaultInjector.from_environment()  # test tool only, see storage/faults.py
     return FaultInjectingStorage(storage, injector) if injector is not None else storage
+
+
+def _existing_landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
+    """The landing zone, refused when it does not exist: a mistyped path is not an empty landing zone."""
+    storage = _landing_zone(args)
+    if not storage.exists(""):
+        raise LandingZoneConfigError(f"the landing zone {storage.location} does not exist")
+    return storage
 
 
 def _pause(seconds: float) -> None:
@@ -68,18 +79,50 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    mirror = LocalMirror(_landing_zone(args), Path(args.target).resolve())
-    statuses = mirror.replay()
+    mirror = LocalMirror(_existing_landing_zone(args), Path(args.target).resolve())
+    if args.watch:
+        return _replay_watch(mirror, args.interval)
+    try:
+        statuses = mirror.replay()
+    finally:
+        mirror.stopped()
     for status in statuses:
-        line = (
-            f"{status.sourceSchemaName}.{status.sourceTableName}: {status.status}, "
-            f"applied through file {status.lastAppliedFile}, "
-            f"{status.metrics['processedRows']} rows processed"
-        )
-        if status.errorMessage:
-            line += f" ({status.errorCode or 'note'}: {status.errorMessage})"
-        print(line)
+        print(status.describe())
     return 1 if any(s.status == "Error" for s in statuses) else 0
+
+
+def _replay_watch(mirror: LocalMirror, interval: float) -> int:
+    """Poll until Ctrl-C or SIGTERM (the poll under way finishes first; a second signal stops at
+    once), printing each table's line when it changes and the tables dropped."""
+    stop = threading.Event()
+    shown: Dict[Tuple[str, str], str] = {}
+
+    def report(statuses: List[TableStatus]) -> None:
+        current = {(s.sourceSchemaName, s.sourceTableName): s.describe() for s in statuses}
+        for key in sorted(set(shown) - set(current)):
+            print(f"{key[0]}.{key[1]}: dropped (its folder was deleted)", flush=True)
+        for key, line in sorted(current.items()):
+            if shown.get(key) != line:
+                print(line, flush=True)
+        shown.clear()
+        shown.update(current)
+
+    def failed(exc: Exception) -> None:
+        print(f"dbt-openmirror replay: {getattr(exc, 'msg', exc)} (trying again)", file=sys.stderr, flush=True)
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = {number: signal.signal(number, request_stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        mirror.watch(interval, stop, report, failed)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 0
 
 
 def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> Tuple[str, Optional[str], Optional[str]]:
@@ -92,7 +135,7 @@ def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> Tup
 
 
 def _status(args: argparse.Namespace) -> int:
-    storage = _landing_zone(args)
+    storage = _existing_landing_zone(args)
     publisher = Publisher(storage)
     leases = LeaseManager(storage)
     source, tables_text, replicator_text = _mirror_status(args, storage)
@@ -101,10 +144,14 @@ def _status(args: argparse.Namespace) -> int:
         print(f"mirrored database ({source}): {describe_replicator(replicator_text)}")
     print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror ({source})")
     for schema, table, folder in table_folders(storage):
-        state = publisher.table_state(folder)
-        waiting = sum(1 for n in storage.list_names(folder) if parse_sequence_number(n) is not None)
         status = mirrored.get((schema, table))
         mirror = status.describe() if status is not None else "-"
+        try:
+            state = publisher.table_state(folder)
+        except OpenMirrorError as exc:  # e.g. a broken _metadata.json: the other tables are still shown
+            print(f"{schema + '.' + table:40} {'-':>9} {'-':>7}  {mirror}\n    {exc.msg}")
+            continue
+        waiting = _waiting_files(storage, folder)
         print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
         for note in _publisher_notes(leases, folder, state):
             print(f"    {note}")
@@ -114,6 +161,16 @@ def _status(args: argparse.Namespace) -> int:
     for run in waiting:
         print(f"    {run.table_folder}: {run.describe()}, {run.state} at {run.recorded_at:%Y-%m-%d %H:%M:%S} UTC")
     return 0
+
+
+def _waiting_files(storage: LandingZoneStorage, folder: str) -> int:
+    """Data files still in the table folder, by the table's own naming (`_metadata.json`)."""
+    text = storage.read_text(f"{folder}/{METADATA_FILE}")
+    metadata = (parse_table_metadata(text).metadata if text is not None else None) or TableMetadata()
+    names = [n for n in storage.list_names(folder) if not n.startswith("_")]
+    if metadata.file_detection == LAST_UPDATE_TIME:
+        return sum(1 for n in names if n.endswith(f".{metadata.extension}"))
+    return sum(1 for n in names if parse_sequence_number(n, metadata.extension) is not None)
 
 
 def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
@@ -134,7 +191,7 @@ def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    findings = validate(_landing_zone(args))
+    findings = validate(_existing_landing_zone(args))
     for finding in findings:
         print(finding)
     errors = sum(1 for f in findings if f.severity == ERROR)
@@ -189,6 +246,8 @@ def parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="apply a landing zone to local Delta tables")
     _landing_zone_arguments(replay)
     replay.add_argument("--target", required=True, help="folder of the local mirrored database")
+    replay.add_argument("--watch", action="store_true", help="keep polling every --interval seconds until stopped")
+    replay.add_argument("--interval", type=float, default=5.0, help="seconds between polls with --watch")
     replay.set_defaults(run=_replay)
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
     _landing_zone_arguments(check)
@@ -236,6 +295,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return args.run(args)
     except OpenMirrorError as exc:  # a message for the user, not a traceback
         print(f"dbt-openmirror {args.command}: {exc.msg}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a target folder that cannot be written
+        print(f"dbt-openmirror {args.command}: {exc}", file=sys.stderr)
         return 2
 
 

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple
 
 from dbt.adapters.openmirror.errors import PublishError
+from dbt.adapters.openmirror.metadata_files import parse_table_metadata
 
 if TYPE_CHECKING:
     from dbt.adapters.openmirror.storage.base import LandingZoneStorage
@@ -26,7 +27,6 @@ SCHEMA_FOLDER_SUFFIX = ".schema"
 DEFAULT_SCHEMA = "dbo"
 
 SEQUENCE_DIGITS = 20
-DATA_FILE_PATTERN = re.compile(r"^(\d{20})\.parquet$")
 MAX_NAME_LENGTH = 128
 _FORBIDDEN_CHARACTERS = set('/\\:*?"<>|')
 
@@ -37,10 +37,12 @@ def data_file_name(sequence_number: int) -> str:
     return f"{sequence_number:0{SEQUENCE_DIGITS}d}.parquet"
 
 
-def parse_sequence_number(file_name: str) -> Optional[int]:
-    """The number of a published data file name, or None for any other name."""
-    match = DATA_FILE_PATTERN.match(file_name)
-    return int(match.group(1)) if match else None
+def parse_sequence_number(file_name: str, extension: str = "parquet") -> Optional[int]:
+    """The number of a sequentially named data file (20 digits + `.<extension>`), or None."""
+    stem, dot, suffix = file_name.partition(".")
+    if dot and suffix == extension and len(stem) == SEQUENCE_DIGITS and stem.isascii() and stem.isdigit():
+        return int(stem)
+    return None
 
 
 def highest_sequence_number(file_names: Sequence[str]) -> int:
@@ -113,14 +115,10 @@ def partner_events_json() -> str:
 
 def key_columns_from_metadata(text: str, where: str) -> List[str]:
     """Key columns declared by a `_metadata.json` text (empty for an insert-only table)."""
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise PublishError(f"{where} is not valid JSON ({exc}); fix or delete it") from exc
-    keys = document.get("keyColumns", []) if isinstance(document, dict) else None
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise PublishError(f"{where}: 'keyColumns' must be a list of column names, got {keys!r}")
-    return keys
+    parsed = parse_table_metadata(text)
+    if parsed.metadata is None:
+        raise PublishError(f"{where}: {'; '.join(parsed.errors)}; fix or delete it")
+    return list(parsed.metadata.key_columns)
 
 
 def table_folders(storage: "LandingZoneStorage") -> Iterator[Tuple[str, str, str]]:

@@ -1,8 +1,32 @@
 """The row marker column of a change file and its values (spec section 3).
 
 The SQL that writes them is in macros/sql/ (which spell them literally); Python reads them
-back: the publisher checks the column of each staged file, the response counts rows per marker.
+back: the publisher checks the column of each staged file, the response counts rows per marker,
+and the local mirror and the validator check each file's markers with `marker_problem`.
 """
+
+from typing import Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 ROW_MARKER = "__rowMarker__"
 INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
+KNOWN_MARKERS = (INSERT, UPDATE, DELETE, UPSERT)
+
+
+def marker_problem(markers: pa.ChunkedArray, keyed: bool) -> Optional[Tuple[int, str]]:
+    """(row, why) for the first marker the mirror cannot apply: NULL, a value outside 0, 1, 2, 4,
+    or, in a table without keyColumns, anything but INSERT (updates and deletes need a key)."""
+    unknown = pc.invert(pc.fill_null(pc.is_in(markers, pa.array(KNOWN_MARKERS, markers.type)), False))
+    row = pc.index(unknown, True).as_py()
+    if row is not None and row >= 0:
+        return row, f"{ROW_MARKER} is {markers[row].as_py()}, not 0, 1, 2 or 4"
+    if not keyed:
+        row = pc.index(pc.not_equal(markers, INSERT), True).as_py()
+        if row is not None and row >= 0:
+            return row, (
+                f"{ROW_MARKER} is {markers[row].as_py()} in a table without keyColumns: only INSERT (0) "
+                "applies; declare keyColumns in _metadata.json for updates and deletes"
+            )
+    return None

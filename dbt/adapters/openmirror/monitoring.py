@@ -2,8 +2,9 @@
 `Monitoring/tables.json` (per table: status, errorCode, errorMessage, metrics, lastSyncDateTime).
 
 The service writes them next to the landing zone (`<item>/Files/Monitoring/`, spec section 6);
-the local mirror writes a `tables.json` of the same shape into its target folder. One reader for
-both, tolerant of missing fields: the service's documents are not versioned.
+the local mirror writes documents of the same shape into its target folder, and beside an item's
+landing zone as the service does. One reader for both, tolerant of missing fields: the service's
+documents are not versioned.
 """
 
 import json

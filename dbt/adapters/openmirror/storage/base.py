@@ -1,8 +1,20 @@
 """The one storage interface the publisher talks to. Paths are relative to the landing zone root."""
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, List, Optional
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """One entry of a folder listing, with the storage's own size and time."""
+
+    name: str
+    is_folder: bool
+    size: int
+    #: Seconds since the epoch, by the storage's clock (as `last_modified`).
+    last_modified: float
 
 
 class LandingZoneStorage(ABC):
@@ -22,6 +34,15 @@ class LandingZoneStorage(ABC):
         """Names of the files and folders directly in `folder`; empty when it does not exist."""
 
     @abstractmethod
+    def list_files(self, folder: str) -> List[StoredFile]:
+        """The entries directly in `folder` with their sizes and times, in name order (one
+        listing call, not one per file); empty when it does not exist."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether a file or folder is at `path` ("" is the landing zone root)."""
+
+    @abstractmethod
     def read_text(self, path: str) -> Optional[str]:
         """A small file's text, or None when it does not exist."""
 
@@ -29,6 +50,12 @@ class LandingZoneStorage(ABC):
     def read_monitoring(self, name: str) -> Optional[str]:
         """The mirror's status file `name` beside the landing zone (`<item>/Files/Monitoring/`),
         or None when there is none (or the landing zone is not an item's `Files/LandingZone`)."""
+
+    @abstractmethod
+    def write_monitoring(self, name: str, text: str) -> bool:
+        """Replace the status file `name` beside the landing zone (`<item>/Files/Monitoring/`) so
+        that readers see the whole old or the whole new content; False (nothing written) when the
+        landing zone is not an item's `Files/LandingZone`. Only the local mirror writes these."""
 
     @abstractmethod
     def write_text(self, path: str, text: str, create_only: bool) -> None:

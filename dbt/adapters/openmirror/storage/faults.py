@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 from typing import BinaryIO, List, Optional
 
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
 
 FAIL_AT = "DBT_OPENMIRROR_FAIL_AT"
 FAIL_MODE = "DBT_OPENMIRROR_FAIL_MODE"
@@ -72,11 +72,21 @@ class FaultInjectingStorage(LandingZoneStorage):
     def list_names(self, folder: str) -> List[str]:
         return self.inner.list_names(folder)
 
+    def list_files(self, folder: str) -> List[StoredFile]:
+        return self.inner.list_files(folder)
+
+    def exists(self, path: str) -> bool:
+        return self.inner.exists(path)
+
     def read_text(self, path: str) -> Optional[str]:
         return self.inner.read_text(path)
 
     def read_monitoring(self, name: str) -> Optional[str]:
         return self.inner.read_monitoring(name)
+
+    def write_monitoring(self, name: str, text: str) -> bool:
+        self.injector.checkpoint(f"write monitoring {name}")
+        return self.inner.write_monitoring(name, text)
 
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         self.injector.checkpoint(f"write {path}")

@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, List, Optional
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, TargetExistsError
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
 
 
 class LocalStorage(LandingZoneStorage):
@@ -33,30 +33,65 @@ class LocalStorage(LandingZoneStorage):
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    def list_files(self, folder: str) -> List[StoredFile]:
+        try:
+            entries = list(os.scandir(self._resolve(folder)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        files = []
+        for entry in entries:
+            try:
+                stat = entry.stat()
+            except FileNotFoundError:  # deleted since the listing
+                continue
+            files.append(StoredFile(entry.name, entry.is_dir(), stat.st_size, stat.st_mtime))
+        return sorted(files, key=lambda f: f.name)
+
+    def exists(self, path: str) -> bool:
+        return self._resolve(path).exists()
+
     def read_text(self, path: str) -> Optional[str]:
         try:
             return self._resolve(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
 
-    def read_monitoring(self, name: str) -> Optional[str]:
+    def _monitoring_folder(self) -> Optional[Path]:
         # A OneLake item mounted locally (e.g. OneLake file explorer): Files/Monitoring is a sibling.
         if [part.lower() for part in self.root.parts[-2:]] != ["files", "landingzone"]:
             return None
+        return self.root.parent / "Monitoring"
+
+    def read_monitoring(self, name: str) -> Optional[str]:
+        folder = self._monitoring_folder()
         try:
-            return (self.root.parent / "Monitoring" / name).read_text(encoding="utf-8")
+            return None if folder is None else (folder / name).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
 
-    def write_text(self, path: str, text: str, create_only: bool) -> None:
-        target = self._resolve(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # The temporary name starts with '_' so the mirror never picks it up.
+    def write_monitoring(self, name: str, text: str) -> bool:
+        folder = self._monitoring_folder()
+        if folder is None:
+            return False
+        folder.mkdir(parents=True, exist_ok=True)
+        os.replace(self._written(folder / name, text), folder / name)
+        return True
+
+    @staticmethod
+    def _written(target: Path, text: str) -> Path:
+        """`text` in a complete temporary file beside `target` (its name starts with '_' so the
+        mirror never picks it up)."""
         temporary = target.with_name(f"_{target.name}.{uuid.uuid4().hex}.tmp")
         with open(temporary, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        return temporary
+
+    def write_text(self, path: str, text: str, create_only: bool) -> None:
+        target = self._resolve(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self._written(target, text)
         if not create_only:
             os.replace(temporary, target)
             return

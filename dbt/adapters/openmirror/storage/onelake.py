@@ -8,6 +8,7 @@
 - Throttling and transient faults are retried (retry.py); 401/403 fail at once with the likely cause.
 """
 
+import contextlib
 import io
 import time
 import uuid
@@ -33,7 +34,7 @@ from dbt.adapters.openmirror.errors import (
     TargetExistsError,
 )
 from dbt.adapters.openmirror.storage.azure_auth import STORAGE_SCOPE, AzureAuth
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
 from dbt.adapters.openmirror.storage.location import DfsLocation
 from dbt.adapters.openmirror.storage.retry import RetrySettings, TransientFaultRetry
 
@@ -149,6 +150,27 @@ class OneLakeStorage(LandingZoneStorage):
                 return []
             raise
 
+    def list_files(self, folder: str) -> List[StoredFile]:
+        full = self._full(folder)
+
+        def files() -> List[StoredFile]:
+            paths = self._filesystem.get_paths(path=full or None, recursive=False)
+            return sorted(
+                (StoredFile(p.name.rsplit("/", 1)[-1], bool(p.is_directory), p.content_length or 0,
+                            p.last_modified.timestamp())
+                 for p in paths if p.name.strip("/") != full),
+                key=lambda f: f.name,
+            )
+
+        try:
+            return self._call(f"listing {folder or '/'}", files)
+        except ResourceNotFoundError:
+            return []
+        except LandingZoneServiceError:
+            if self._is_file(full):
+                return []
+            raise
+
     def _is_file(self, full: str) -> bool:
         try:
             properties = self._filesystem.get_file_client(full).get_file_properties()
@@ -162,6 +184,23 @@ class OneLakeStorage(LandingZoneStorage):
     def read_monitoring(self, name: str) -> Optional[str]:
         folder = self.where.monitoring_root
         return None if folder is None else self._read_whole(f"{folder}/{name}", f"../Monitoring/{name}")
+
+    def write_monitoring(self, name: str, text: str) -> bool:
+        folder = self.where.monitoring_root
+        if folder is None:
+            return False
+        temporary = f"{folder}/_{name}.{uuid.uuid4().hex}.tmp"
+        data = text.encode("utf-8")
+        client = self._filesystem.get_file_client(temporary)
+        shown = f"../Monitoring/{name}"
+        self._call(f"writing {shown}", lambda: client.upload_data(data, length=len(data), overwrite=True))
+        try:
+            self._move(temporary, f"{folder}/{name}", False, f"{shown} (temporary)", shown)
+        except BaseException:
+            with contextlib.suppress(ResourceNotFoundError):
+                self._call(f"deleting {shown} (temporary)", client.delete_file)
+            raise
+        return True
 
     def _read_whole(self, full: str, shown: str) -> Optional[str]:
         client = self._filesystem.get_file_client(full)
@@ -192,8 +231,10 @@ class OneLakeStorage(LandingZoneStorage):
         return io.BufferedReader(_RangedReader(self, path, client, size), buffer_size=_READ_BUFFER_BYTES)
 
     def exists(self, path: str) -> bool:
-        full = self._full(path)
-        return self._call(f"looking for {path}", lambda: self._filesystem.get_directory_client(full).exists())
+        return self._exists_full(self._full(path), path or "/")
+
+    def _exists_full(self, full: str, shown: str) -> bool:
+        return self._call(f"looking for {shown}", lambda: self._filesystem.get_directory_client(full).exists())
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -227,16 +268,20 @@ class OneLakeStorage(LandingZoneStorage):
         self._rename(source, target, create_only=True)
 
     def _rename(self, source: str, target: str, create_only: bool) -> None:
-        response = self._send_rename(source, target, create_only)
+        self._move(self._full(source), self._full(target), create_only, source, target)
+
+    def _move(self, source_full: str, target_full: str, create_only: bool, source: str, target: str) -> None:
+        """Rename by full paths inside the filesystem; `source` and `target` are shown in messages."""
+        response = self._send_rename(source_full, target_full, create_only, source, target)
         if response.status_code == 404 and _error_code(response) == "RenameDestinationParentPathNotFound":
             parent = str(PurePosixPath(target).parent)
-            directory = self._filesystem.get_directory_client(self._full(parent))
+            directory = self._filesystem.get_directory_client(str(PurePosixPath(target_full).parent))
             self._call(f"creating {parent}", directory.create_directory)
-            response = self._send_rename(source, target, create_only)
+            response = self._send_rename(source_full, target_full, create_only, source, target)
         if response.status_code in (200, 201):
             return
         code = _error_code(response)
-        if response.status_code == 404 and code == "SourcePathNotFound" and self.exists(target):
+        if response.status_code == 404 and code == "SourcePathNotFound" and self._exists_full(target_full, target):
             # A retried rename whose first attempt went through but lost its answer. Staged and
             # temporary names belong to one run (run id, random suffix), so nobody else moved it.
             return
@@ -246,12 +291,12 @@ class OneLakeStorage(LandingZoneStorage):
             raise FileNotFoundError(f"{self.location}/{source} ({code or 'not found'}): nothing to rename")
         self._call(f"renaming {source} to {target}", lambda: _raise_for(response))
 
-    def _send_rename(self, source: str, target: str, create_only: bool) -> Any:
+    def _send_rename(self, source_full: str, target_full: str, create_only: bool, source: str, target: str) -> Any:
         """`PUT <target>` with `x-ms-rename-source`, through the SDK's whole pipeline (bearer
         token, retries, logging with the Authorization header redacted)."""
-        client = self._filesystem.get_file_client(self._full(target))
+        client = self._filesystem.get_file_client(target_full)
         headers = {
-            "x-ms-rename-source": f"/{quote(self.where.filesystem)}/{quote(self._full(source))}",
+            "x-ms-rename-source": f"/{quote(self.where.filesystem)}/{quote(source_full)}",
             "x-ms-version": client.api_version,
             "Content-Length": "0",
         }

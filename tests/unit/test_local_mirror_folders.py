@@ -1,0 +1,176 @@
+"""The local mirror and a table folder's life: clean-up of processed files, deleted and recreated
+folders, and repairs as the documentation describes them."""
+
+import shutil
+
+import pytest
+
+from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.storage import LocalStorage
+from tests.unit.landing_zones import declare, parquet, rows
+
+
+def two_files(folder):
+    declare(folder, ["id"])
+    parquet(folder, 1, {"id": [1, 2], "v": ["a", "b"]})
+    parquet(folder, 2, {"id": [2], "v": ["b2"]}, [1])
+
+
+@pytest.mark.parametrize("clean_up", ["to FilesReadyToDelete", "purged", "folder removed with a file left"])
+def test_clean_up_of_processed_files_never_changes_the_table(lz, mirror, clean_up):
+    folder = lz / "t"
+    two_files(folder)
+    mirror.replay()
+    processed = folder / "_ProcessedFiles"
+    if clean_up == "to FilesReadyToDelete":
+        processed.rename(folder / "_FilesReadyToDelete")
+    elif clean_up == "purged":
+        for path in processed.iterdir():
+            path.unlink()
+    else:  # the service's clean-up keeps the last file in place and removes the folder
+        (processed / f"{2:020d}.parquet").rename(folder / "_FilesReadyToDelete")
+        shutil.rmtree(processed)
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 2)
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
+    parquet(folder, 3, {"id": [3], "v": ["c"]}, [0])
+    [status] = mirror.replay()
+    assert status.lastAppliedFile == 3 and len(rows(mirror.target, "dbo", "t")) == 3
+
+
+def test_a_deleted_folder_drops_the_table_and_its_status(lz, mirror):
+    two_files(lz / "s.schema" / "t")
+    declare(lz / "other", ["id"])
+    parquet(lz / "other", 1, {"id": [1]})
+    mirror.replay()
+    shutil.rmtree(lz / "s.schema" / "t")
+    statuses = mirror.replay()
+    assert [(s.sourceSchemaName, s.sourceTableName) for s in statuses] == [("dbo", "other")]
+    assert not (mirror.target / "s" / "t").exists()
+    assert list(mirror.read_status()) == [("dbo", "other")]
+
+
+def test_a_recreated_folder_is_rebuilt_from_its_new_files(lz, mirror):
+    two_files(lz / "t")
+    mirror.replay()
+    shutil.rmtree(lz / "t")
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [7], "v": ["new"]})
+    [status] = mirror.replay()
+    assert rows(mirror.target, "dbo", "t") == [{"id": 7, "v": "new"}]
+    assert (status.status, status.lastAppliedFile, status.metrics["processedRows"]) == ("Replicating", 1, 1)
+    assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [f"{1:020d}.parquet"]
+
+
+def test_a_folder_recreated_with_the_same_first_file_number_is_not_taken_for_a_crash(lz, mirror):
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1], "v": ["old"]})
+    mirror.replay()
+    shutil.rmtree(lz / "t")
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1, 2], "v": ["new", "new"]})
+    mirror.replay()
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1, "v": "new"}, {"id": 2, "v": "new"}]
+
+
+def test_a_folder_recreated_with_metadata_only_is_rebuilt_when_its_files_come(lz, mirror):
+    two_files(lz / "t")
+    mirror.replay()
+    shutil.rmtree(lz / "t")
+    declare(lz / "t", ["id"])
+    mirror.replay()
+    parquet(lz / "t", 1, {"id": [9], "v": ["z"]})
+    mirror.replay()
+    assert rows(mirror.target, "dbo", "t") == [{"id": 9, "v": "z"}]
+
+
+def test_a_number_written_again_into_the_same_folder_stops_the_table(lz, mirror):
+    two_files(lz / "t")
+    mirror.replay()
+    parquet(lz / "t", 2, {"id": [5], "v": ["x"]}, [0])
+    [status] = mirror.replay()
+    assert status.errorCode == "FileNumberReused" and f"{2:020d}.parquet was written again" in status.errorMessage
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
+
+
+@pytest.mark.parametrize("broken", [b"", b"not parquet"])
+def test_a_failed_file_replaced_under_the_same_name_lets_the_table_go_on(lz, mirror, broken):
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1]})
+    (lz / "t" / f"{2:020d}.parquet").write_bytes(broken)
+    parquet(lz / "t", 3, {"id": [3]}, [0])
+    [status] = mirror.replay()
+    assert (status.status, status.errorCode, status.lastAppliedFile) == ("Error", "InvalidFile", 1)
+    assert status.errorMessage.startswith(f"{2:020d}.parquet ") and "same name" in status.errorMessage
+    [status] = mirror.replay()  # still broken: still in error, nothing skipped
+    assert status.errorCode == "InvalidFile"
+    (lz / "t" / f"{2:020d}.parquet").unlink()
+    parquet(lz / "t", 2, {"id": [2]}, [0])
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 3)
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+
+def test_a_type_change_stops_until_the_file_is_replaced(lz, mirror):
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1], "v": [1]})
+    parquet(lz / "t", 2, {"id": [2], "v": ["two"]}, [0])
+    [status] = mirror.replay()
+    assert status.errorCode == "ColumnTypeChanged" and "v: long -> string" in status.errorMessage
+    parquet(lz / "t", 2, {"id": [2], "v": [2]}, [0])
+    [status] = mirror.replay()
+    assert status.status == "Replicating" and rows(mirror.target, "dbo", "t") == [{"id": 1, "v": 1}, {"id": 2, "v": 2}]
+
+
+def test_a_fixed_metadata_file_lets_the_table_go_on(lz, mirror):
+    folder = lz / "t"
+    folder.mkdir()
+    (folder / "_metadata.json").write_text("{keyColumns: ['id']}")
+    parquet(folder, 1, {"id": [1]})
+    [status] = mirror.replay()
+    assert status.errorCode == "InvalidMetadata" and "_metadata.json: not valid JSON" in status.errorMessage
+    declare(folder, ["id"])
+    [status] = mirror.replay()
+    assert (status.status, status.keyColumns) == ("Replicating", ["id"])
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1}]
+
+
+def test_a_table_folder_lists_from_the_first_poll_that_sees_it(lz, mirror):
+    declare(lz / "t", ["id"])
+    [status] = mirror.replay()
+    assert (status.sourceSchemaName, status.sourceTableName, status.status) == ("dbo", "t", "NotStarted")
+    parquet(lz / "t", 2, {"id": [2]}, [0])
+    [status] = mirror.replay()
+    assert status.status == "WaitingForFile" and f"waiting for {1:020d}.parquet" in status.errorMessage
+    assert status.pendingFiles == [f"{2:020d}.parquet"]
+
+
+def test_a_missing_landing_zone_is_refused_and_drops_nothing(lz, tmp_path, mirror):
+    two_files(lz / "t")
+    mirror.replay()
+    lz.rename(tmp_path / "elsewhere")
+    with pytest.raises(Exception, match="does not exist"):
+        mirror.replay()
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
+    assert list(mirror.read_status()) == [("dbo", "t")]
+
+
+class DeletedBeforeTheMove(LocalStorage):
+    """A landing zone whose table folder a publisher deletes just as the mirror moves a file."""
+
+    def rename_create_only(self, source, target):
+        shutil.rmtree(self.root / source.split("/")[0], ignore_errors=True)
+        super().rename_create_only(source, target)
+
+
+def test_a_folder_deleted_during_a_poll_leaves_nothing_that_passes_for_its_past(lz, tmp_path):
+    two_files(lz / "t")
+    [status] = LocalMirror(DeletedBeforeTheMove(lz), tmp_path / "mirror").replay()
+    assert status.errorCode == "TableFolderDeleted"
+    assert not (lz / "t" / "_ProcessedFiles").exists()
+    mirror = LocalMirror(LocalStorage(lz), tmp_path / "mirror")
+    assert mirror.replay() == [] and not (tmp_path / "mirror" / "dbo" / "t").exists()
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [3], "v": ["c"]})
+    [status] = mirror.replay()
+    assert status.status == "Replicating" and rows(mirror.target, "dbo", "t") == [{"id": 3, "v": "c"}]
