@@ -3,9 +3,13 @@
 import datetime
 import hashlib
 import json
+import subprocess
+import sys
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pyarrow.parquet as pq
 
@@ -156,3 +160,41 @@ def rewrite_key_hashes(
     warehouse.run(f"alter table {hashes}_rewritten rename to {hashes}")
     warehouse.run(f"alter table {hashes} set tblproperties ("
                   + ", ".join(f"'{name}' = '{value}'" for name, value in literals.items()) + ")")
+
+
+@contextmanager
+def watching_mirror(landing_zone: Path, target: Path, interval: float = 0.5) -> Iterator[subprocess.Popen]:
+    """`dbt-openmirror replay --watch` as its own process, mirroring `landing_zone` the way the
+    service does (and, for a `.../Files/LandingZone` folder, writing the service's status files
+    beside it), until the block ends."""
+    command = [str(Path(sys.executable).parent / "dbt-openmirror"), "replay", str(landing_zone),
+               "--target", str(target), "--watch", "--interval", str(interval)]
+    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield watcher
+    finally:
+        watcher.terminate()
+        output = watcher.communicate(timeout=60)[0]
+        assert watcher.returncode in (0, 1, -15), output[-3000:]
+
+
+def wait_until_mirrored(landing_zone: Path, target: Path, folders: List[Path], timeout: float = 120.0) -> None:
+    """Until the watching mirror has applied every file the journal of each table folder names."""
+    deadline = time.monotonic() + timeout
+    status_path = target / "Monitoring" / "tables.json"
+    while True:
+        wanted = {
+            (folder.parent.name[: -len(".schema")], folder.name):
+            json.loads((folder / "_dbt_openmirror.json").read_text())["lastSequenceNumber"]
+            for folder in folders
+        }
+        try:
+            tables = json.loads(status_path.read_text())["tables"]
+        except (FileNotFoundError, ValueError):
+            tables = []
+        applied = {(t["sourceSchemaName"], t["sourceTableName"]): t for t in tables}
+        if all(key in applied and applied[key]["lastAppliedFile"] == number for key, number in wanted.items()):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the mirror did not catch up: wanted {wanted}, status {applied}")
+        time.sleep(0.2)
