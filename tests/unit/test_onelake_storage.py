@@ -229,7 +229,7 @@ def test_a_folder_that_never_goes_away_is_a_clear_error(dfs, root):
     dfs.inject(status=409, code="OperationNotAllowedOnThePath", times=1000, operation="delete")
     with pytest.raises(PublishError, match="still there 0 s after deleting it: the mirroring service may still"):
         storage.delete_folder("t")
-    with pytest.raises(Exception, match="refusing to delete the landing zone root"):
+    with pytest.raises(Exception, match="refusing to delete"):
         storage.delete_folder("")
 
 
@@ -240,3 +240,18 @@ def test_last_modified_is_the_services_time_of_the_write(dfs, root, storage):
     assert storage.last_modified("t/a.json") == pytest.approx(written, abs=1.0)
     with pytest.raises(FileNotFoundError):
         storage.last_modified("t/missing.json")
+
+
+@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(dfs, root, storage, path):
+    storage.write_text("t/f.txt", "kept", create_only=False)
+    storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=False)
+    dfs.clear_records()
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_folder(path)
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_file(path)
+    assert dfs.recorded("delete") == []
+    assert storage.read_text("t/f.txt") == "kept"
+    storage.delete_folder("_scratchPad/dbt-openmirror/run-1")  # strictly inside: allowed
+    assert storage.list_names("_scratchPad/dbt-openmirror") == []

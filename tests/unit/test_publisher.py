@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.landing_zone import scratch_path
 from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage import LocalStorage
 
@@ -19,9 +20,9 @@ def storage(tmp_path):
     return LocalStorage(tmp_path)
 
 
-def stage(storage, *row_counts, marker_type=pa.int32()):
+def stage(storage, *row_counts, marker_type=pa.int32(), run_id="run-1"):
     """Spark-like staging: part files, a _SUCCESS marker and checksum files."""
-    folder = storage.root / STAGED
+    folder = storage.root / scratch_path(run_id)
     folder.mkdir(parents=True, exist_ok=True)
     for index, rows in enumerate(row_counts):
         table = pa.table({"id": list(range(rows)), "__rowMarker__": pa.array([0] * rows, marker_type)})
@@ -34,7 +35,7 @@ def prepare(storage, expected_rows, last=0, rebuild=False, full_load=None, run_i
     publisher = Publisher(storage)
     state = TableFolderState(last > 0, ["id"], last)
     full_load = (last == 0 or rebuild) if full_load is None else full_load
-    return publisher.prepare(TABLE, ["id"], STAGED, state, expected_rows, "m", run_id, full_load, rebuild)
+    return publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, expected_rows, "m", run_id, full_load, rebuild)
 
 
 def publish(storage, expected_rows, last=0, rebuild=False):
@@ -132,6 +133,39 @@ def test_paths_cannot_leave_the_landing_zone(storage):
         storage.read_text("../outside.txt")
 
 
+@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(storage, path):
+    from tests.functional.mirror import tree_digest
+
+    storage.write_text("t/f.txt", "kept", create_only=True)
+    storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=True)
+    (storage.root.parent / "beside.txt").write_text("outside the landing zone")
+    before = tree_digest(storage.root.parent)
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_folder(path)
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_file(path)
+    assert tree_digest(storage.root.parent) == before
+    storage.delete_folder("_scratchPad/dbt-openmirror/run-1")  # strictly inside: allowed
+    assert storage.list_names("_scratchPad/dbt-openmirror") == []
+
+
+def test_a_journal_naming_a_staged_folder_not_its_runs_is_damaged(storage):
+    publisher, pending = journaled_second_publish(storage, 2)
+    path = storage.root / TABLE / "_dbt_openmirror.json"
+    for folder in ("", "s.schema", "_scratchPad/dbt-openmirror/run-1"):
+        journal = json.loads(path.read_text())
+        journal["pending"]["stagedFolder"] = folder
+        path.write_text(json.dumps(journal))
+        with pytest.raises(PublishError, match="is damaged"):
+            publisher.table_state(TABLE)
+    journal["pending"]["stagedFolder"] = "_scratchPad/dbt-openmirror/run-2"
+    journal["pending"]["files"][0]["staged"] = f"{TABLE}/00000000000000000001.parquet"
+    path.write_text(json.dumps(journal))
+    with pytest.raises(PublishError, match="is damaged"):
+        publisher.table_state(TABLE)
+
+
 def test_spark_uri_is_not_percent_encoded(tmp_path):
     storage = LocalStorage(tmp_path / "my lz")
     assert storage.spark_uri("a b/c") == f"file://{tmp_path}/my lz/a b/c"
@@ -146,7 +180,7 @@ def journaled_second_publish(storage, *row_counts):
     """File 1 published; a second publish of `row_counts` staged and journaled, not renamed."""
     stage(storage, 1)
     publish(storage, 1)
-    stage(storage, *row_counts)
+    stage(storage, *row_counts, run_id="run-2")
     pending = prepare(storage, sum(row_counts), last=1, run_id="run-2")
     publisher = Publisher(storage)
     publisher.begin(pending)
@@ -177,7 +211,7 @@ def test_the_journal_lets_an_interrupted_publish_finish(storage):
     publisher.complete(pending)
     publisher.commit(pending)
     assert _names(storage) == [f"{n:020d}.parquet" for n in (1, 2, 3)]
-    assert not (storage.root / STAGED).exists()
+    assert not (storage.root / scratch_path("run-2")).exists()
     state = publisher.table_state(TABLE)
     assert (state.pending, state.last_sequence_number) == (None, 3)
 
@@ -192,7 +226,7 @@ def test_abandoning_keeps_the_committed_number(storage):
     publisher.abandon(pending)
     state = publisher.table_state(TABLE)
     assert (state.pending, state.last_sequence_number) == (None, 1)
-    assert not (storage.root / STAGED).exists() and _names(storage) == ["00000000000000000001.parquet"]
+    assert not (storage.root / scratch_path("run-2")).exists() and _names(storage) == ["00000000000000000001.parquet"]
 
 
 def test_a_different_file_under_a_pending_number_is_refused(storage):

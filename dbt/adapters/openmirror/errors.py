@@ -31,6 +31,11 @@ class TargetExistsError(PublishError):
     """A create-only write found its target already present: a number is never overwritten."""
 
 
+class UnsafePathError(PublishError):
+    """A delete would reach the landing zone root, `_scratchPad` itself or a path outside: the
+    paths deleted come from data (manifest rows, journals), so every backend refuses them."""
+
+
 class LeaseHeldError(PublishError):
     """Another run publishes the same table folder now (or took over this run's lease)."""
 

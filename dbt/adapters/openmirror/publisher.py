@@ -26,7 +26,9 @@ from dbt.adapters.openmirror.landing_zone import (
     highest_sequence_number,
     key_columns_from_metadata,
     metadata_json,
+    parse_sequence_number,
     partner_events_json,
+    scratch_path,
 )
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -63,12 +65,26 @@ class PendingPublish:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], record: "PublishRecord", table_folder: str) -> "PendingPublish":
-        return cls(
+        pending = cls(
             run_id=str(data["runId"]), model=record.model, table_folder=table_folder,
             key_columns=list(record.key_columns), base_sequence_number=int(data["baseSequenceNumber"]),
             rebuild=bool(data["rebuild"]), staged_folder=str(data["stagedFolder"]),
             files=[(str(f["staged"]), str(f["name"])) for f in data["files"]], rows=int(data["rows"]),
         )
+        pending._check_paths()
+        return pending
+
+    def _check_paths(self) -> None:
+        """The journal is data: its paths are deleted and renamed only when they are this run's
+        staged files and data file names (ValueError otherwise)."""
+        if self.staged_folder != scratch_path(self.run_id):
+            raise ValueError(f"stagedFolder {self.staged_folder!r} is not the staged folder of run {self.run_id}")
+        for staged, name in self.files:
+            folder, _, staged_name = staged.rpartition("/")
+            if folder != self.staged_folder or not staged_name or staged_name in (".", ".."):
+                raise ValueError(f"staged file {staged!r} is not in {self.staged_folder}")
+            if parse_sequence_number(name) is None:
+                raise ValueError(f"{name!r} is not a data file name")
 
 
 @dataclass(frozen=True)
@@ -144,12 +160,15 @@ class Publisher:
         if text is None:
             return None
         try:
-            return PublishRecord.from_json(text)
+            record = PublishRecord.from_json(text)
+            if record.pending:
+                PendingPublish.from_dict(record.pending, record, table_folder)
         except (ValueError, KeyError, TypeError) as exc:
             raise PublishError(
                 f"{self.storage.location}/{table_folder}/{PUBLISH_RECORD_FILE} is damaged ({exc}); "
                 "run with --full-refresh to rebuild the table"
             ) from exc
+        return record
 
     def published_names(self, table_folder: str) -> Set[str]:
         """Names in the table folder and in the folders the service moves processed files to."""

@@ -1,8 +1,27 @@
 """The one storage interface the publisher talks to. Paths are relative to the landing zone root."""
 
 from abc import ABC, abstractmethod
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO, List, Optional
+
+from dbt.adapters.openmirror.errors import UnsafePathError
+from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER
+
+
+def deletable(path: str, location: str) -> PurePosixPath:
+    """`path` when it lies strictly inside the landing zone and is not `_scratchPad` itself;
+    otherwise UnsafePathError. Every backend's deletes go through this."""
+    relative = PurePosixPath(path)
+    parts = relative.parts
+    if (
+        relative.is_absolute() or not parts or ".." in parts or "\\" in path
+        or (len(parts) == 1 and parts[0].lower() == SCRATCH_FOLDER.lower())
+    ):
+        raise UnsafePathError(
+            f"refusing to delete {path!r} in the landing zone {location}: only folders and files "
+            f"inside it (and not {SCRATCH_FOLDER} itself) are ever deleted"
+        )
+    return relative
 
 
 class LandingZoneStorage(ABC):
@@ -59,11 +78,13 @@ class LandingZoneStorage(ABC):
 
     @abstractmethod
     def delete_file(self, path: str) -> None:
-        """Delete one file; nothing happens when it does not exist."""
+        """Delete one file; nothing happens when it does not exist. Paths that are not
+        `deletable` are refused."""
 
     @abstractmethod
     def delete_folder(self, folder: str) -> None:
-        """Delete a folder and everything in it; nothing happens when it does not exist."""
+        """Delete a folder and everything in it; nothing happens when it does not exist. Paths
+        that are not `deletable` are refused."""
 
     def check_writable(self, probe_folder: str) -> None:
         """Write, read back and delete a probe file; raise with the reason if that fails."""

@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, List, Optional
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, TargetExistsError
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, deletable
 
 
 class LocalStorage(LandingZoneStorage):
@@ -19,7 +19,8 @@ class LocalStorage(LandingZoneStorage):
 
     def _resolve(self, path: str) -> Path:
         relative = PurePosixPath(path)
-        if relative.is_absolute() or ".." in relative.parts:
+        # A backslash would be a separator on Windows, where joining it could climb out.
+        if relative.is_absolute() or ".." in relative.parts or "\\" in path:
             raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.root}")
         return self.root.joinpath(*relative.parts)
 
@@ -94,9 +95,9 @@ class LocalStorage(LandingZoneStorage):
         return self._resolve(path).stat().st_mtime
 
     def delete_file(self, path: str) -> None:
-        self._resolve(path).unlink(missing_ok=True)
+        self._resolve(deletable(path, self.location).as_posix()).unlink(missing_ok=True)
 
     def delete_folder(self, folder: str) -> None:
-        resolved = self._resolve(folder)
+        resolved = self._resolve(deletable(folder, self.location).as_posix())
         if resolved.exists():
             shutil.rmtree(resolved)

@@ -33,7 +33,7 @@ from dbt.adapters.openmirror.errors import (
     TargetExistsError,
 )
 from dbt.adapters.openmirror.storage.azure_auth import STORAGE_SCOPE, AzureAuth
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, deletable
 from dbt.adapters.openmirror.storage.location import DfsLocation
 from dbt.adapters.openmirror.storage.retry import RetrySettings, TransientFaultRetry
 
@@ -80,7 +80,8 @@ class OneLakeStorage(LandingZoneStorage):
 
     def _full(self, path: str) -> str:
         relative = PurePosixPath(path)
-        if relative.is_absolute() or ".." in relative.parts:
+        # Some Azure endpoints read a backslash as a separator.
+        if relative.is_absolute() or ".." in relative.parts or "\\" in path:
             raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.location}")
         inside = "" if relative == PurePosixPath(".") else relative.as_posix()
         return "/".join(p for p in (self.where.root, inside) if p)
@@ -263,7 +264,7 @@ class OneLakeStorage(LandingZoneStorage):
         return self._call(f"renaming {source} to {target}", lambda: generated._send_request(request))
 
     def delete_file(self, path: str) -> None:
-        client = self._filesystem.get_file_client(self._full(path))
+        client = self._filesystem.get_file_client(self._full(deletable(path, self.location).as_posix()))
         try:
             self._call(f"deleting {path}", client.delete_file)
         except ResourceNotFoundError:
@@ -272,9 +273,7 @@ class OneLakeStorage(LandingZoneStorage):
     def delete_folder(self, folder: str) -> None:
         """Delete the folder and wait until it is gone; while the service still holds it (a
         conflict), try again with growing pauses, up to `folder_delete_timeout` seconds."""
-        if not folder.strip("/."):
-            raise LandingZoneConfigError("refusing to delete the landing zone root")
-        directory = self._filesystem.get_directory_client(self._full(folder))
+        directory = self._filesystem.get_directory_client(self._full(deletable(folder, self.location).as_posix()))
         deadline = time.monotonic() + self.folder_delete_timeout
         pause = self._retry.backoff_seconds
         while True:
