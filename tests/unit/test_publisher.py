@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.errors import PublishError, TargetExistsError, WriteConflictError
 from dbt.adapters.openmirror.landing_zone import scratch_path
 from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage import LocalStorage
@@ -126,6 +126,36 @@ def test_rename_never_overwrites(storage):
     with pytest.raises(TargetExistsError):
         storage.write_text("a/x.txt", "three", create_only=True)
     assert sorted(storage.list_names("a")) == ["x.txt", "y.txt"]  # no temporary file left
+
+
+def test_a_conditional_write_replaces_only_the_version_it_read(storage):
+    first = storage.write_text_if("t/j.json", "one", None)
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/j.json", "two", None)  # None: only while there is none
+    assert storage.read_versioned("t/j.json") == ("one", first)
+    second = storage.write_text_if("t/j.json", "two", first)
+    assert second != first
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/j.json", "three", first)  # written since it was read
+    assert storage.read_text("t/j.json") == "two"
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/gone.json", "x", second)
+    assert storage.read_versioned("t/gone.json") is None
+    assert sorted(storage.list_names("t")) == ["j.json"]  # no temporary file left
+
+
+def test_two_processes_writing_conditionally_lose_no_update(storage):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    command = [sys.executable, "-m", "tests.cas_counter", str(storage.root), "t/counter.txt", "150"]
+    workers = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    conflicts = [int(worker.communicate(timeout=120)[0]) for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0]
+    assert storage.read_text("t/counter.txt") == "300\n"
+    print(f"{sum(conflicts)} conflicts retried")
 
 
 def test_paths_cannot_leave_the_landing_zone(storage):

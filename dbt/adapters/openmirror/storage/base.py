@@ -2,7 +2,7 @@
 
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, List, Optional
+from typing import BinaryIO, List, NamedTuple, Optional
 
 from dbt.adapters.openmirror.errors import UnsafePathError
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER
@@ -22,6 +22,13 @@ def deletable(path: str, location: str) -> PurePosixPath:
             f"inside it (and not {SCRATCH_FOLDER} itself) are ever deleted"
         )
     return relative
+
+
+class Versioned(NamedTuple):
+    """A small file's text and its version: a token that changes with every write."""
+
+    text: str
+    version: str
 
 
 class LandingZoneStorage(ABC):
@@ -57,12 +64,27 @@ class LandingZoneStorage(ABC):
         """
 
     @abstractmethod
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        """A small file's text and version, or None when it does not exist."""
+
+    @abstractmethod
+    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+        """Replace a small file only if it is still at version `expected` (None: only if there is
+        none), atomically with respect to other conditional writes; return the new version.
+        Otherwise raise WriteConflictError and change nothing."""
+
+    @abstractmethod
     def upload_file(self, local_path: Path, path: str) -> None:
         """Copy a local file (of any size, streamed) to `path`, replacing what is there."""
 
     @abstractmethod
     def rename_create_only(self, source: str, target: str) -> None:
         """Move a complete file into place; raise TargetExistsError if `target` exists."""
+
+    @abstractmethod
+    def is_same_file(self, first: str, second: str) -> bool:
+        """Whether two paths name one file: what a create-only rename stopped between linking
+        the target and unlinking the source leaves. Never where renames are atomic moves."""
 
     @abstractmethod
     def open_read(self, path: str) -> BinaryIO:

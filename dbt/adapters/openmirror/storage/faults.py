@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 from typing import BinaryIO, List, Optional
 
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, Versioned
 
 FAIL_AT = "DBT_OPENMIRROR_FAIL_AT"
 FAIL_MODE = "DBT_OPENMIRROR_FAIL_MODE"
@@ -82,6 +82,13 @@ class FaultInjectingStorage(LandingZoneStorage):
         self.injector.checkpoint(f"write {path}")
         self.inner.write_text(path, text, create_only)
 
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        return self.inner.read_versioned(path)
+
+    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+        self.injector.checkpoint(f"write {path}")
+        return self.inner.write_text_if(path, text, expected)
+
     def upload_file(self, local_path: Path, path: str) -> None:
         self.injector.checkpoint(f"upload {path}")
         self.inner.upload_file(local_path, path)
@@ -89,6 +96,9 @@ class FaultInjectingStorage(LandingZoneStorage):
     def rename_create_only(self, source: str, target: str) -> None:
         self.injector.checkpoint(f"rename {source} -> {target}")
         self.inner.rename_create_only(source, target)
+
+    def is_same_file(self, first: str, second: str) -> bool:
+        return self.inner.is_same_file(first, second)
 
     def open_read(self, path: str) -> BinaryIO:
         return self.inner.open_read(path)
