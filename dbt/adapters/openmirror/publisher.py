@@ -98,12 +98,14 @@ class PublishRecord:
     files: List[str] = field(default_factory=list)
     published_at: Optional[str] = None
     pending: Optional[Dict[str, Any]] = None
+    #: The lease generation of the run that wrote the journal: older ones may not write it.
+    lease_generation: int = 0
 
     def to_json(self) -> str:
         document = {
             "lastSequenceNumber": self.last_sequence_number, "lastRunId": self.run_id,
             "lastFiles": self.files, "keyColumns": self.key_columns, "model": self.model,
-            "publishedAt": self.published_at,
+            "publishedAt": self.published_at, "leaseGeneration": self.lease_generation,
         }
         if self.pending is not None:
             document["pending"] = self.pending
@@ -117,6 +119,7 @@ class PublishRecord:
             key_columns=list(data.get("keyColumns") or []), model=str(data.get("model", "")),
             run_id=data.get("lastRunId"), files=list(data.get("lastFiles") or []),
             published_at=data.get("publishedAt"), pending=data.get("pending"),
+            lease_generation=int(data.get("leaseGeneration", 0)),
         )
 
 
@@ -143,6 +146,16 @@ class PublishedFiles:
     names: List[str]
     rows: int
     last_sequence_number: int
+
+
+def recorded_lease_generation(storage: LandingZoneStorage, table_folder: str) -> int:
+    """The lease generation the table's journal was last written under (0 without one): a new
+    lease is numbered above it even when the lease files were removed."""
+    try:
+        record = Publisher(storage).read_record(table_folder)
+    except PublishError:
+        return 0  # a damaged journal stops the publish later, with its own message
+    return record.lease_generation if record is not None else 0
 
 
 def _now() -> str:
