@@ -1,13 +1,15 @@
 """The publisher against a real local landing zone, with Parquet files written by pyarrow."""
 
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.errors import PublishError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
 from dbt.adapters.openmirror.landing_zone import scratch_path
+from dbt.adapters.openmirror.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage import LocalStorage
 
@@ -38,12 +40,30 @@ def prepare(storage, expected_rows, last=0, rebuild=False, full_load=None, run_i
     return publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, expected_rows, "m", run_id, full_load, rebuild)
 
 
+class Run:
+    """A run holding the table's lease; the publisher's writes show its fence."""
+
+    def __init__(self, storage, run_id, leases=None):
+        self.leases = leases or LeaseManager(storage)
+        self.lease = self.leases.acquire(TABLE, run_id, "m", ttl_seconds=60, wait_seconds=0)
+        self.fence = self.leases.fence(self.lease)
+
+    def end(self):
+        self.leases.release(self.lease)
+
+
+def publish_under(run, pending, storage):
+    publisher = Publisher(storage)
+    publisher.begin(pending, run.fence)
+    publisher.complete(pending, run.fence)
+    publisher.commit(pending, run.fence)
+
+
 def publish(storage, expected_rows, last=0, rebuild=False):
     pending = prepare(storage, expected_rows, last, rebuild)
-    publisher = Publisher(storage)
-    publisher.begin(pending)
-    publisher.complete(pending)
-    publisher.commit(pending)
+    run = Run(storage, pending.run_id)
+    publish_under(run, pending, storage)
+    run.end()
     return pending
 
 
@@ -90,7 +110,7 @@ def test_unexpected_last_number_publishes_nothing(storage):
     stage(storage, 1)
     pending = prepare(storage, 1, last=0, full_load=False)
     with pytest.raises(PublishError, match="changed during the run"):
-        Publisher(storage).begin(pending)
+        Publisher(storage).begin(pending, Run(storage, "run-1").fence)
     assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
 
 
@@ -181,7 +201,7 @@ def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(storage, path
 
 
 def test_a_journal_naming_a_staged_folder_not_its_runs_is_damaged(storage):
-    publisher, pending = journaled_second_publish(storage, 2)
+    publisher, pending, run = journaled_second_publish(storage, 2)
     path = storage.root / TABLE / "_dbt_openmirror.json"
     for folder in ("", "s.schema", "_scratchPad/dbt-openmirror/run-1"):
         journal = json.loads(path.read_text())
@@ -213,8 +233,9 @@ def journaled_second_publish(storage, *row_counts):
     stage(storage, *row_counts, run_id="run-2")
     pending = prepare(storage, sum(row_counts), last=1, run_id="run-2")
     publisher = Publisher(storage)
-    publisher.begin(pending)
-    return publisher, pending
+    run = Run(storage, "run-2")
+    publisher.begin(pending, run.fence)
+    return publisher, pending, run
 
 
 def _names(storage):
@@ -229,7 +250,7 @@ def test_an_incremental_run_without_rows_publishes_nothing(storage):
 
 
 def test_the_journal_lets_an_interrupted_publish_finish(storage):
-    publisher, pending = journaled_second_publish(storage, 2, 3)
+    publisher, pending, run = journaled_second_publish(storage, 2, 3)
     # Stop after the first rename, and again between link and unlink of the second.
     storage.rename_create_only(*_final(pending.files[0]))
     staged, final = _final(pending.files[1])
@@ -238,8 +259,8 @@ def test_the_journal_lets_an_interrupted_publish_finish(storage):
     assert state.pending == pending and state.last_sequence_number == 3
     record = json.loads((storage.root / TABLE / "_dbt_openmirror.json").read_text())
     assert record["lastSequenceNumber"] == 1 and record["pending"]["runId"] == "run-2"
-    publisher.complete(pending)
-    publisher.commit(pending)
+    publisher.complete(pending, run.fence)
+    publisher.commit(pending, run.fence)
     assert _names(storage) == [f"{n:020d}.parquet" for n in (1, 2, 3)]
     assert not (storage.root / scratch_path("run-2")).exists()
     state = publisher.table_state(TABLE)
@@ -252,32 +273,112 @@ def _final(file):
 
 
 def test_abandoning_keeps_the_committed_number(storage):
-    publisher, pending = journaled_second_publish(storage, 2)
-    publisher.abandon(pending)
+    publisher, pending, run = journaled_second_publish(storage, 2)
+    publisher.abandon(pending, run.fence)
     state = publisher.table_state(TABLE)
     assert (state.pending, state.last_sequence_number) == (None, 1)
     assert not (storage.root / scratch_path("run-2")).exists() and _names(storage) == ["00000000000000000001.parquet"]
 
 
-def test_a_different_file_under_a_pending_number_is_refused(storage):
-    publisher, pending = journaled_second_publish(storage, 2)
-    (storage.root / TABLE / pending.names[0]).write_bytes(b"someone else")
-    with pytest.raises(PublishError, match="differs from the staged"):
-        publisher.complete(pending)
-    assert (storage.root / TABLE / pending.names[0]).read_bytes() == b"someone else"
+@pytest.mark.parametrize("same_size", [False, True])
+def test_another_writers_file_under_a_pending_number_is_refused(storage, same_size):
+    publisher, pending, run = journaled_second_publish(storage, 2)
+    staged = storage.root / pending.files[0][0]
+    theirs = bytearray(staged.read_bytes())
+    theirs[4] ^= 0xFF  # the same size as ours, other content
+    final = storage.root / TABLE / pending.names[0]
+    final.write_bytes(bytes(theirs) if same_size else b"someone else")
+    with pytest.raises(PublishError, match="is not the staged .* another writer used this number"):
+        publisher.complete(pending, run.fence)
+    assert final.read_bytes() == (bytes(theirs) if same_size else b"someone else")
+    assert staged.exists()  # ours is kept, not taken for published
+
+
+# -- a writer that lost its lease cannot damage the table ------------------------------------
+
+def expire_leases(storage, seconds=61):
+    """The storage's time moves past the leases' time to live (the holder stalled)."""
+    for path in (storage.root / LEASE_FOLDER / TABLE).iterdir():
+        written = path.stat().st_mtime - seconds
+        os.utime(path, (written, written))
+
+
+def take_over_and_publish(storage, publisher, rows):
+    """Another run takes the stale lease, finishes the journaled publish it finds (rolling it
+    forward, as recovery does when the output is there) and publishes `rows` rows of its own."""
+    expire_leases(storage)
+    taker = Run(storage, "run-3")
+    state = publisher.table_state(TABLE)
+    if state.pending is not None:
+        publisher.complete(state.pending, taker.fence)
+        publisher.commit(state.pending, taker.fence)
+    stage(storage, rows, run_id="run-3")
+    last = publisher.table_state(TABLE).last_sequence_number
+    publish_under(taker, prepare(storage, rows, last=last, run_id="run-3"), storage)
+    taker.end()
+
+
+def assert_lost_its_lease(failure):
+    message = failure.value.msg
+    assert "run run-2 lost its lease on s.schema/t" in message, message
+    assert not any(blame in message for blame in ("someone else", "another writer", "changed during"))
+
+
+def assert_published_once(storage, *row_counts, generation):
+    names = _names(storage)
+    assert names == [f"{n:020d}.parquet" for n in range(1, len(row_counts) + 1)]
+    rows = [pq.read_metadata(storage.root / TABLE / name).num_rows for name in names]
+    assert rows == list(row_counts)
+    record = json.loads((storage.root / TABLE / "_dbt_openmirror.json").read_text())
+    assert (record["lastSequenceNumber"], record["leaseGeneration"]) == (len(names), generation)
+    assert "pending" not in record
+
+
+def test_a_writer_that_lost_its_lease_before_begin_is_refused(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stale = Run(storage, "run-2")
+    stage(storage, 2, run_id="run-2")
+    pending = prepare(storage, 2, last=1, run_id="run-2")
+    publisher = Publisher(storage)
+    take_over_and_publish(storage, publisher, 4)  # while run-2 stalled
+    with pytest.raises(LeaseHeldError) as failure:
+        publisher.begin(pending, stale.fence)
+    assert_lost_its_lease(failure)
+    assert_published_once(storage, 1, 4, generation=3)
+
+
+def test_a_writer_that_lost_its_lease_between_renames_is_refused(storage):
+    publisher, pending, stale = journaled_second_publish(storage, 2, 3)
+    storage.rename_create_only(*_final(pending.files[0]))  # file 2 in place; then it stalled
+    take_over_and_publish(storage, publisher, 4)  # finishes file 3, publishes file 4
+    with pytest.raises(LeaseHeldError) as failure:
+        publisher.complete(pending, stale.fence)
+    assert_lost_its_lease(failure)
+    assert_published_once(storage, 1, 2, 3, 4, generation=3)
+
+
+def test_a_writer_that_lost_its_lease_cannot_roll_the_journal_back(storage):
+    publisher, pending, stale = journaled_second_publish(storage, 2)
+    publisher.complete(pending, stale.fence)  # file 2 in place; it stalled before its commit
+    take_over_and_publish(storage, publisher, 4)
+    for late_write in (publisher.commit, publisher.abandon, publisher.begin):
+        with pytest.raises(LeaseHeldError) as failure:
+            late_write(pending, stale.fence)
+        assert_lost_its_lease(failure)
+    assert_published_once(storage, 1, 2, 4, generation=3)
 
 
 def test_a_second_journal_entry_is_refused(storage):
-    _, pending = journaled_second_publish(storage, 2)
+    _, pending, run = journaled_second_publish(storage, 2)
     with pytest.raises(PublishError, match="changed during the run"):
-        Publisher(storage).begin(pending)
+        Publisher(storage).begin(pending, run.fence)
 
 
 def test_status_shows_the_lease_and_an_unfinished_publish(storage, capsys):
     from dbt.adapters.openmirror.cli import main
-    from dbt.adapters.openmirror.lease import LeaseManager
 
-    journaled_second_publish(storage, 2)
+    journaled_second_publish(storage, 2)[2].end()  # that run stopped
     lease = LeaseManager(storage).acquire(TABLE, "run-3", "m", ttl_seconds=60, wait_seconds=0)
     assert main(["status", str(storage.root)]) == 0
     out = capsys.readouterr().out
@@ -310,9 +411,9 @@ def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):
 
 
 def test_abandoning_after_renames_records_the_numbers_it_published(storage):
-    publisher, pending = journaled_second_publish(storage, 2, 3)
+    publisher, pending, run = journaled_second_publish(storage, 2, 3)
     storage.rename_create_only(*_final(pending.files[0]))
-    publisher.abandon(pending)
+    publisher.abandon(pending, run.fence)
     state = publisher.table_state(TABLE)
     # File 2 is ours: no conflict, and the snapshot (at 1) no longer matches, so the plan rebuilds.
     assert (state.pending, state.last_sequence_number, state.numbering_conflict) == (None, 2, None)

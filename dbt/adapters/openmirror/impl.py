@@ -209,14 +209,15 @@ class OpenMirrorAdapter(SparkAdapter):
                 self._relation_run_id(new_relation),
             )
             logger.warning(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
+            fence = self.leases.fence(lease)
             if recovery.action == ROLL_FORWARD:
-                self.leases.check_held(lease)
-                self.publisher.complete(pending)
+                self.publisher.complete(pending, fence)
                 if recovery.promote:
+                    fence.check()
                     self._replace_snapshot(new_relation, target_relation, backup_relation)
-                self.publisher.commit(pending)
+                self.publisher.commit(pending, fence)
             elif recovery.action in (DISCARD, ABANDON):
-                self.publisher.abandon(pending)
+                self.publisher.abandon(pending, fence)
         if lease.taken_from is not None:
             self.publisher.discard(scratch_path(lease.taken_from.run_id))
 
@@ -519,19 +520,21 @@ class OpenMirrorAdapter(SparkAdapter):
         A failure before the journal entry discards the staged files; after it, everything is left
         for the next run's recovery to finish (see recovery.py).
         """
+        fence = self.leases.fence(self._held_lease(mirror))
         try:
-            self.leases.check_held(self._held_lease(mirror))
+            fence.check()
             if pending.files:
-                self.publisher.begin(pending)
+                self.publisher.begin(pending, fence)
         except Exception:
             self.publisher.discard(pending.staged_folder)
             raise
         if pending.files:
-            self.publisher.complete(pending)
+            self.publisher.complete(pending, fence)
+        fence.check()  # Spark's renames cannot be conditional: the last check before them
         self._replace_snapshot(relations["new"], relations["target"], relations["backup"])
         self._replace_hashes(relations["new_hashes"], relations["previous_hashes"], relations["changes"])
         if pending.files:
-            self.publisher.commit(pending)
+            self.publisher.commit(pending, fence)
         else:
             self.publisher.discard(pending.staged_folder)
         return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)

@@ -32,7 +32,7 @@ from dbt.adapters.openmirror.landing_zone import (
     folder_name_problem,
     scratch_path,
 )
-from dbt.adapters.openmirror.lease import Heartbeat, LeaseManager
+from dbt.adapters.openmirror.lease import Fence, Heartbeat, LeaseManager
 from dbt.adapters.openmirror.publisher import Publisher, PublishRecord
 from dbt.adapters.openmirror.recovery import ROLL_FORWARD, decide
 from dbt.adapters.openmirror.run_plan import check_key_columns
@@ -191,18 +191,24 @@ def read_manifest(storage: LandingZoneStorage) -> List[StagedRun]:
     return load_manifest(storage).runs
 
 
+def _published_name(run_id: str) -> str:
+    return f"published-{run_id}.parquet"
+
+
 def record_published(storage: LandingZoneStorage, run: StagedRun) -> None:
-    """Append the run's `published` row to the manifest table: uploaded under a hidden name,
-    then renamed create-only, so Spark never reads a partial file and a retry adds nothing."""
-    name = f"published-{run.run_id}.parquet"
+    """Append the run's `published` row to the manifest table: uploaded under a hidden name of
+    this writer's, then renamed create-only, so Spark never reads a partial file and a retry
+    (or another publisher) adds nothing."""
+    name = _published_name(run.run_id)
+    hidden = f"{MANIFEST_FOLDER}/_{name}.{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
         local_file = Path(local) / name
         pq.write_table(pa.Table.from_pylist([run.to_row(PUBLISHED)], schema=MANIFEST_SCHEMA), local_file)
-        storage.upload_file(local_file, f"{MANIFEST_FOLDER}/_{name}")
+        storage.upload_file(local_file, hidden)
     try:
-        storage.rename_create_only(f"{MANIFEST_FOLDER}/_{name}", f"{MANIFEST_FOLDER}/{name}")
+        storage.rename_create_only(hidden, f"{MANIFEST_FOLDER}/{name}")
     except TargetExistsError:
-        storage.delete_file(f"{MANIFEST_FOLDER}/_{name}")
+        storage.delete_file(hidden)
 
 
 def _message(exc: Exception) -> str:
@@ -325,21 +331,28 @@ class PackagePublisher:
             self.leases, lease, self.lease_ttl_seconds,
             lambda exc: self.log(f"{table_folder}: could not renew the lease: {exc}"),
         )
+        fence = self.leases.fence(lease)
         try:
-            self._finish_interrupted(table_folder, runs)
+            # Another publisher may have published some of them since the manifest was read.
+            done = set(self.storage.list_names(MANIFEST_FOLDER))
+            runs = [r for r in runs if _published_name(r.run_id) not in done]
+            self._finish_interrupted(table_folder, runs, fence)
             published = []
             for run in runs:
-                names = self._publish_run(run, lease)
+                names = self._publish_run(run, fence)
                 record_published(self.storage, run)
                 if names is not None:
                     published.append(PublishedRun(run, names))
                     self.log(published[-1].describe())
             return published
+        except (OpenMirrorError, OSError):
+            fence.check()  # a publisher that lost its lease says so, whatever failed
+            raise
         finally:
             heartbeat.stop()
             self.leases.release(lease)
 
-    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun]) -> None:
+    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun], fence: Fence) -> None:
         """A publish journaled but not committed (the command stopped): the staged run is
         durable, so finish it when its files are all still there; otherwise forget it."""
         pending = self.publisher.table_state(table_folder).pending
@@ -353,13 +366,14 @@ class PackagePublisher:
         )
         self.log(f"{table_folder}: recovering: {recovery.message}")
         if recovery.action == ROLL_FORWARD:
-            self.publisher.complete(pending)
-            self.publisher.commit(pending)
+            self.publisher.complete(pending, fence)
+            self.publisher.commit(pending, fence)
         else:
-            self.publisher.abandon(pending)
+            self.publisher.abandon(pending, fence)
 
-    def _publish_run(self, run: StagedRun, lease) -> Optional[List[str]]:
+    def _publish_run(self, run: StagedRun, fence: Fence) -> Optional[List[str]]:
         """The run's files into the next numbers; None when an earlier attempt published it."""
+        fence.check()  # what this publisher read of the manifest may be stale otherwise
         folder = run.table_folder
         record: Optional[PublishRecord] = self.publisher.read_record(folder)
         if record is not None and record.run_id == run.run_id:
@@ -383,12 +397,11 @@ class PackagePublisher:
             folder, run.key_columns, run.staged_folder, state, run.rows, run.model, run.run_id,
             full_load=run.load == FULL, rebuild=run.load == FULL and state.exists,
         )
-        self.leases.check_held(lease)
         if pending.files:
-            self.publisher.begin(pending)
-            self.publisher.complete(pending)
+            self.publisher.begin(pending, fence)
+            self.publisher.complete(pending, fence)
         # Also without files: the record then names this run, so the chain goes on from it.
-        self.publisher.commit(pending)
+        self.publisher.commit(pending, fence)
         return pending.names
 
 

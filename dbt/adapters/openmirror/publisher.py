@@ -6,17 +6,23 @@ run's plan (which staged file becomes which number) as `pending`, `complete` wri
 advances `lastSequenceNumber`. Every step can be repeated after a crash, so a later run finishes
 (or discards) what an interrupted one started; see `recovery.py`. Only file names, footers and
 small JSON files pass through this process.
+
+Every write shows the writer's lease (`lease.Fence`): the lease is checked before each rename and
+journal write, and the journal is replaced only as the writer read it (a conditional write) and
+only by a lease generation at least as new as the one that wrote it last. So a run that stalled
+past its lease and woke up after another run took over can neither roll the journal back nor
+overwrite what the other run wrote; it fails saying it lost its lease.
 """
 
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.markers import ROW_MARKER
-from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError, WriteConflictError
 from dbt.adapters.openmirror.landing_zone import (
     METADATA_FILE,
     PARTNER_EVENTS_FILE,
@@ -31,6 +37,9 @@ from dbt.adapters.openmirror.landing_zone import (
     scratch_path,
 )
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+if TYPE_CHECKING:
+    from dbt.adapters.openmirror.lease import Fence
 
 
 @dataclass(frozen=True)
@@ -170,8 +179,9 @@ class Publisher:
 
     def read_record(self, table_folder: str) -> Optional[PublishRecord]:
         text = self.storage.read_text(f"{table_folder}/{PUBLISH_RECORD_FILE}")
-        if text is None:
-            return None
+        return None if text is None else self._parse_record(text, table_folder)
+
+    def _parse_record(self, text: str, table_folder: str) -> PublishRecord:
         try:
             record = PublishRecord.from_json(text)
             if record.pending:
@@ -282,11 +292,14 @@ class Publisher:
 
     # -- publishing: begin, complete, commit ------------------------------------------------------
 
-    def begin(self, pending: PendingPublish) -> None:
+    def begin(self, pending: PendingPublish, fence: "Fence") -> None:
         """Journal the publish; for a rebuild, delete the table folder first."""
         folder = pending.table_folder
         if pending.rebuild:
+            fence.check()
             self.storage.delete_folder(folder)
+        journal = self._read_journal(folder)
+        self._check_generation(journal[0], fence)
         state = self.table_state(folder)
         if state.pending is not None or state.last_sequence_number != pending.base_sequence_number:
             raise PublishError(
@@ -294,16 +307,23 @@ class Publisher:
                 f"{state.last_sequence_number}, expected {pending.base_sequence_number}); "
                 "was it published by another run? Nothing was published."
             )
-        previous = self.read_record(folder)
-        committed = previous or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
+        committed = journal[0] or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
         journaled = replace(
             committed, last_sequence_number=pending.base_sequence_number,
             key_columns=list(pending.key_columns), model=pending.model, pending=pending.to_dict(),
         )
-        self.storage.write_text(f"{folder}/{PUBLISH_RECORD_FILE}", journaled.to_json(), create_only=False)
+        self._write_journal(pending, journaled, fence, journal)
 
-    def complete(self, pending: PendingPublish) -> None:
-        """Metadata, then every file not yet in place. Safe to repeat after a crash."""
+    def complete(self, pending: PendingPublish, fence: "Fence") -> None:
+        """Metadata, then every file not yet in place, each after checking the lease. Safe to
+        repeat after a crash. Whatever fails, a writer that lost its lease says so."""
+        try:
+            self._complete(pending, fence)
+        except (OSError, OpenMirrorError):
+            fence.check()
+            raise
+
+    def _complete(self, pending: PendingPublish, fence: "Fence") -> None:
         folder = pending.table_folder
         self._identify_publisher()
         if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
@@ -315,11 +335,12 @@ class Publisher:
         staged_names = set(self.storage.list_names(pending.staged_folder))
         for staged_path, name in pending.files:
             staged_name = staged_path.rsplit("/", 1)[-1]
+            fence.check()
             if name not in present:
                 self.storage.rename_create_only(staged_path, f"{folder}/{name}")
             elif staged_name in staged_names:
-                # Stopped between linking the final name and unlinking the staged one.
-                self._check_same_size(staged_path, f"{folder}/{name}", pending.model)
+                # Stopped between linking the final name and unlinking the staged one?
+                self._check_ours(staged_path, folder, name, pending.model)
                 self.storage.delete_file(staged_path)
 
     def _identify_publisher(self) -> None:
@@ -331,39 +352,97 @@ class Publisher:
         except TargetExistsError:
             pass  # another run wrote it first; the content is the same kind of statement
 
-    def _check_same_size(self, staged_path: str, final_path: str, model: str) -> None:
-        if final_path.rsplit("/", 1)[-1] not in self.storage.list_names(final_path.rsplit("/", 1)[0]):
-            return  # already moved on by the service
-        if self.storage.size(staged_path) != self.storage.size(final_path):
-            raise PublishError(
-                f"Model '{model}': {final_path} exists but differs from the staged {staged_path}; "
-                "another writer used this number. Run with --full-refresh to rebuild the table."
-            )
+    def _check_ours(self, staged_path: str, folder: str, name: str, model: str) -> None:
+        """A final name present while our staged file is still there is ours only when both are
+        one file (a create-only rename stopped between link and unlink, found in the table folder
+        or where the service moved it); anything else is another writer's file."""
+        for where in (folder, *(f"{folder}/{processed}" for processed in PROCESSED_FOLDERS)):
+            if self.storage.is_same_file(staged_path, f"{where}/{name}"):
+                return
+        raise PublishError(
+            f"Model '{model}': {folder}/{name} exists but is not the staged {staged_path}; "
+            "another writer used this number. Run with --full-refresh to rebuild the table."
+        )
 
-    def commit(self, pending: PendingPublish) -> None:
+    def commit(self, pending: PendingPublish, fence: "Fence") -> None:
+        journal = self._read_journal(pending.table_folder)
+        self._expect_journaled(pending, journal[0], fence)
         record = PublishRecord(
             pending.last_sequence_number, list(pending.key_columns), pending.model,
             pending.run_id, pending.names, _now(),
         )
-        self.storage.write_text(
-            f"{pending.table_folder}/{PUBLISH_RECORD_FILE}", record.to_json(), create_only=False
-        )
+        self._write_journal(pending, record, fence, journal)
         self.storage.delete_folder(pending.staged_folder)
 
-    def abandon(self, pending: PendingPublish) -> None:
+    def abandon(self, pending: PendingPublish, fence: "Fence") -> None:
         """Forget a publish that cannot be finished. The record keeps its committed number, or
         the highest number the abandoned run did rename into place: those files are ours."""
-        record = self.read_record(pending.table_folder)
+        journal = self._read_journal(pending.table_folder)
+        record = journal[0]
         if record is not None:
+            self._expect_journaled(pending, record, fence)
             published = highest_sequence_number(
                 sorted(set(pending.names) & self.published_names(pending.table_folder))
             )
             last = max(record.last_sequence_number, published)
-            self.storage.write_text(
-                f"{pending.table_folder}/{PUBLISH_RECORD_FILE}",
-                replace(record, last_sequence_number=last, pending=None).to_json(), create_only=False,
-            )
+            self._write_journal(pending, replace(record, last_sequence_number=last, pending=None), fence, journal)
         self.storage.delete_folder(pending.staged_folder)
+
+    # -- the journal: replaced only as read, and never by an older lease --------------------------
+
+    def _read_journal(self, table_folder: str) -> Tuple[Optional[PublishRecord], Optional[str]]:
+        """The record and its version (None, None when there is none)."""
+        found = self.storage.read_versioned(f"{table_folder}/{PUBLISH_RECORD_FILE}")
+        if found is None:
+            return None, None
+        return self._parse_record(found.text, table_folder), found.version
+
+    @staticmethod
+    def _check_generation(record: Optional[PublishRecord], fence: "Fence") -> None:
+        if record is not None and record.lease_generation > fence.generation:
+            raise fence.lost(
+                f"the table's journal was written under a newer lease, generation "
+                f"{record.lease_generation}; this run's is {fence.generation}"
+            )
+
+    def _expect_journaled(self, pending: PendingPublish, record: Optional[PublishRecord], fence: "Fence") -> None:
+        """The journal still names this publish: as pending, or, for a publish without files
+        (which is never journaled), as the committed state it was prepared from."""
+        self._check_generation(record, fence)
+        if record is not None and (
+            (record.pending or {}).get("runId") == pending.run_id
+            or (not pending.files and record.pending is None
+                and record.last_sequence_number == pending.base_sequence_number)
+        ):
+            return
+        named = f"run {record.pending.get('runId')}" if record and record.pending else "no publish in flight"
+        raise PublishError(
+            f"Model '{pending.model}': the journal of {pending.table_folder} names {named}, not the "
+            f"publish of run {pending.run_id}; nothing was written. Run again: the next run "
+            "finishes or discards what is journaled."
+        )
+
+    def _write_journal(
+        self, pending: PendingPublish, record: PublishRecord, fence: "Fence",
+        journal: Tuple[Optional[PublishRecord], Optional[str]],
+    ) -> None:
+        """Replace the journal `journal` was read as, under this writer's lease generation, only
+        if it is still that version and no newer lease wrote it: a writer that lost its lease can
+        neither roll it back nor overwrite what the run that took over wrote."""
+        folder = pending.table_folder
+        self._check_generation(journal[0], fence)
+        fence.check()
+        text = replace(record, lease_generation=fence.generation).to_json()
+        try:
+            self.storage.write_text_if(f"{folder}/{PUBLISH_RECORD_FILE}", text, journal[1])
+        except WriteConflictError:
+            self._check_generation(self._read_journal(folder)[0], fence)
+            fence.check()
+            raise PublishError(
+                f"Model '{pending.model}': {self.storage.location}/{folder}/{PUBLISH_RECORD_FILE} "
+                f"changed while run {pending.run_id} was writing it; nothing was overwritten. Run "
+                "again: the next run finishes or discards what is journaled."
+            ) from None
 
     def discard(self, staged_folder: str) -> None:
         self.storage.delete_folder(staged_folder)

@@ -3,7 +3,9 @@
 Off unless `DBT_OPENMIRROR_FAIL_AT` is set (tests only):
 - `DBT_OPENMIRROR_FAIL_AT=N`: the N-th changing operation (1-based) does not happen. With
   `DBT_OPENMIRROR_FAIL_MODE=raise` (default) it raises `InjectedFault` and every later operation of
-  the process fails too, as after a crash; with `kill` the process kills itself with SIGKILL.
+  the process fails too, as after a crash; with `kill` the process kills itself with SIGKILL; with
+  `stop` it stops itself with SIGSTOP (a stalled writer: all its threads, heartbeat included) and,
+  once continued (SIGCONT), does the operation and goes on.
 - `DBT_OPENMIRROR_FAULT_LOG=FILE`: every changing operation is appended to FILE as it starts
   (also with FAIL_AT=0, which fails nothing), so a test knows how many crash points a run has.
 Reads are not counted: failing one changes nothing in the landing zone.
@@ -27,8 +29,8 @@ class InjectedFault(RuntimeError):
 
 class FaultInjector:
     def __init__(self, fail_at: int, mode: str = "raise", log_path: Optional[str] = None) -> None:
-        if mode not in ("raise", "kill"):
-            raise ValueError(f"{FAIL_MODE} must be 'raise' or 'kill', got {mode!r}")
+        if mode not in ("raise", "kill", "stop"):
+            raise ValueError(f"{FAIL_MODE} must be 'raise', 'kill' or 'stop', got {mode!r}")
         self.fail_at = fail_at
         self.mode = mode
         self.log_path = log_path
@@ -51,6 +53,9 @@ class FaultInjector:
             with open(self.log_path, "a", encoding="utf-8") as log:
                 log.write(f"{self.count}\t{operation}\n")
         if self.count == self.fail_at:
+            if self.mode == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)
+                return
             if self.mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             self.crashed = True
