@@ -1,15 +1,17 @@
 """The publisher on a OneLake landing zone (the DFS stand-in): a publish journaled, interrupted by
 a service that keeps failing, and finished by the next run, with numbers continuous and each file
-renamed into place exactly once."""
+renamed into place exactly once; a final name beside a staged file is never taken for ours; a
+writer that lost its lease writes nothing."""
 
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.errors import LandingZoneServiceError, PublishError
-from dbt.adapters.openmirror.lease import LeaseManager
+from dbt.adapters.openmirror.errors import LandingZoneServiceError, LeaseHeldError, PublishError
+from dbt.adapters.openmirror.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage.location import parse_location
 from dbt.adapters.openmirror.storage.onelake import OneLakeStorage
@@ -83,3 +85,24 @@ def test_a_final_name_beside_a_staged_file_is_never_taken_for_ours(onelake, tmp_
         publisher.complete(pending, fence)
     landing_zone = dfs.root / "ws/item/Files/LandingZone"
     assert (landing_zone / STAGED / "part-00000.parquet").exists()
+
+
+def test_a_writer_that_lost_its_lease_cannot_roll_the_journal_back(onelake, tmp_path):
+    dfs, storage = onelake
+    publisher, pending, stale = journaled_first_load(storage, tmp_path, 2, 3)
+    publisher.complete(pending, stale)  # both files in place; then the run stalled
+    landing_zone = dfs.root / "ws/item/Files/LandingZone"
+    for lease_file in (landing_zone / LEASE_FOLDER / TABLE).iterdir():  # the storage's time moves on
+        written = lease_file.stat().st_mtime - 61
+        os.utime(lease_file, (written, written))
+    leases = LeaseManager(storage)
+    taker = leases.fence(leases.acquire(TABLE, "run-2", "m", ttl_seconds=60, wait_seconds=0))
+    recovered = Publisher(storage).table_state(TABLE).pending
+    Publisher(storage).commit(recovered, taker)  # the run that took over finishes the publish
+    journal = (landing_zone / TABLE / "_dbt_openmirror.json").read_text()
+    dfs.clear_records()
+    with pytest.raises(LeaseHeldError, match="run run-1 lost its lease on s.schema/t"):
+        publisher.commit(pending, stale)
+    assert (landing_zone / TABLE / "_dbt_openmirror.json").read_text() == journal
+    assert json.loads(journal)["leaseGeneration"] == taker.generation == 2
+    assert [r for r in dfs.recorded() if r.method in ("PUT", "PATCH", "DELETE")] == []
