@@ -211,6 +211,18 @@ def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
     assert manager.acquire(TABLE, "run-2", "orders", 3600, 0).taken_from.run_id == "run-1"
 
 
+def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_process(tmp_path):
+    from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector, InjectedFault
+
+    storage = LocalStorage(tmp_path)
+    LeaseManager(storage).release(LeaseManager(storage).acquire(TABLE, "run-1", "orders", 3600, 0))
+    # The next lease is written (operation 1), then removing the released one fails (operation 2).
+    failing = LeaseManager(FaultInjectingStorage(storage, FaultInjector(2)))
+    with pytest.raises(InjectedFault):
+        failing.acquire(TABLE, "run-2", "orders", 3600, 0)
+    assert LeaseManager(storage).acquire(TABLE, "run-3", "orders", 3600, 0).taken_from.run_id == "run-2"
+
+
 def test_another_hosts_live_lease_is_respected_until_it_expires(manager, tmp_path):
     held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
     path = lease_file(tmp_path, held)

@@ -275,9 +275,10 @@ class LeaseManager:
         except WriteConflictError:
             return None
         lease.valid_until = sent + self._lifetime(ttl_seconds)
+        self._forget_older(lease)
+        # Only now: a lease whose taking failed half-way is stale for the next run of this process.
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS[run_id] = table_folder
-        self._forget_older(lease)
         return lease
 
     def _forget_older(self, lease: Lease) -> None:
