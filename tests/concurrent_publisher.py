@@ -44,11 +44,11 @@ def publish_once(storage: LocalStorage, name: str, round_number: int, pause) -> 
         pending = publisher.prepare(TABLE, ["id", "run"], staged, state, 1, name, run_id,
                                     full_load=not state.exists, rebuild=False)
         pause()
-        leases.check_held(lease)
-        publisher.begin(pending)
+        fence = leases.fence(lease)
+        publisher.begin(pending, fence)
         pause()
-        publisher.complete(pending)
-        publisher.commit(pending)
+        publisher.complete(pending, fence)
+        publisher.commit(pending, fence)
         return {"round": round_number, "published": pending.names, "run": run_id, "refused": None}
     except PublishError as exc:
         return {"round": round_number, "published": None, "refused": str(exc)}

@@ -7,8 +7,14 @@
   package_publish.py.
 -#}
 
+{#- One manifest per landing zone, stored in it (`dbt-openmirror publish <landing zone>` reads it
+    there): the var's landing zone keeps the plain name, a model's own `landing_zone` gets a
+    table named after it. -#}
 {%- macro openmirror_manifest_relation(settings) -%}
-  {{ return(api.Relation.create(schema=settings.manifest_schema, identifier='openmirror_manifest', type='table')) }}
+  {%- set shared = (var('openmirror_landing_zone', none) or '').rstrip('/') -%}
+  {%- set identifier = 'openmirror_manifest' if settings.landing_zone == shared
+      else 'openmirror_manifest_' ~ local_md5(settings.landing_zone)[:12] -%}
+  {{ return(api.Relation.create(schema=settings.manifest_schema, identifier=identifier, type='table')) }}
 {%- endmacro -%}
 
 {%- macro openmirror_ensure_manifest(manifest, settings) -%}
@@ -18,10 +24,58 @@
       run_id string, model string, table_folder string, key_columns string, base_run_id string,
       load string, reason string, staged_sequence bigint, staged_folder string, rows bigint,
       marker_counts string, state string, recorded_at timestamp
-    ) using parquet location {{ om.openmirror_string(settings.landing_zone ~ '/_scratchPad/dbt-openmirror/manifest') }}
+    ) using parquet location {{ om.openmirror_string(om.openmirror_manifest_location(settings.landing_zone)) }}
+    tblproperties ('openmirror.landing_zone' = {{ om.openmirror_string(settings.landing_zone) }})
   {%- endcall -%}
+  {%- do om.openmirror_check_manifest_landing_zone(manifest, settings) -%}
   {#- `dbt-openmirror publish` adds files to the table's folder behind Spark's back. -#}
   {%- call statement('openmirror_manifest_refresh') -%}refresh table {{ manifest }}{%- endcall -%}
+{%- endmacro -%}
+
+{%- macro openmirror_manifest_location(landing_zone) -%}
+  {{ return(landing_zone ~ '/_scratchPad/dbt-openmirror/manifest') }}
+{%- endmacro -%}
+
+{#- A run recorded in a manifest stored in another landing zone would never be published: the
+    manifest table must belong to the landing zone the model stages into. Manifests created
+    before they recorded it are recognised by their location. -#}
+{%- macro openmirror_check_manifest_landing_zone(manifest, settings) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set properties = {} -%}
+  {%- for row in fetch_tbl_properties(manifest).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
+  {%- set recorded = properties.get('openmirror.landing_zone') -%}
+  {%- set kept_for = 'the landing zone ' ~ recorded -%}
+  {%- if recorded is none -%}
+    {%- set location = [] -%}
+    {%- for row in run_query('describe table extended ' ~ manifest).rows if row[0] == 'Location' -%}
+      {%- do location.append(row[1]) -%}
+    {%- endfor -%}
+    {%- set found = om.openmirror_plain_location(location[0] if location else '') -%}
+    {%- if found == om.openmirror_plain_location(om.openmirror_manifest_location(settings.landing_zone)) -%}
+      {%- call statement('openmirror_manifest_landing_zone') -%}
+        alter table {{ manifest }} set tblproperties ('openmirror.landing_zone' = {{ om.openmirror_string(settings.landing_zone) }})
+      {%- endcall -%}
+      {%- set recorded = settings.landing_zone -%}
+    {%- else -%}
+      {%- set kept_for = 'the folder ' ~ (location[0] if location else '(no location)') -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- if recorded != settings.landing_zone -%}
+    {%- do om.openmirror_fail("the manifest table " ~ manifest ~ " is kept in " ~ kept_for ~ ", but this "
+        ~ "model stages into the landing zone " ~ settings.landing_zone ~ ", whose `dbt-openmirror publish` "
+        ~ "would never see the run. Nothing was staged. Publish what waits there first, then drop the "
+        ~ "table (its files stay), or give these models a manifest schema of their own (var "
+        ~ "openmirror_manifest_schema)") -%}
+  {%- endif -%}
+{%- endmacro -%}
+
+{#- A location as Spark shows it (`file:/x`) and as written (`/x`, `file:///x/`), alike. -#}
+{%- macro openmirror_plain_location(location) -%}
+  {%- set plain = location.rstrip('/') -%}
+  {%- if plain.startswith('file:') -%}
+    {%- set plain = '/' ~ plain[5:].lstrip('/') -%}
+  {%- endif -%}
+  {{ return(plain) }}
 {%- endmacro -%}
 
 {#- Runs of this table folder still `staging`: a run stopped between writing its files and

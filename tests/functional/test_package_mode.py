@@ -20,6 +20,7 @@ from tests.functional.mirror import (
     tree_digest,
 )
 from tests.functional.package_mode import (
+    MODEL,
     InPackageMode,
     manifest_rows,
     manifest_states,
@@ -229,3 +230,54 @@ class TestPackageRunsThatStageNothing(InPackageMode):
         publish(landing_zone)
         assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+
+class TestPackageModeWithALandingZonePerModel(InPackageMode):
+    """A model's `landing_zone` config overrides the var: its runs are staged and recorded in its
+    own landing zone, one manifest per landing zone, so each landing zone's publish finds exactly
+    its own runs. A manifest table that belongs to another landing zone is refused."""
+
+    @pytest.fixture(scope="class")
+    def other_landing_zone(self, tmp_path_factory):
+        return tmp_path_factory.mktemp("other_landing_zone")
+
+    @pytest.fixture(scope="class")
+    def models(self, other_landing_zone):
+        elsewhere = MODEL.replace("unique_key='id',", f"unique_key='id', landing_zone='{other_landing_zone}',")
+        return {"customers.sql": MODEL, "orders.sql": elsewhere}
+
+    def test_each_landing_zone_publishes_its_own_runs(self, project, warehouse, landing_zone, other_landing_zone):
+        schema = project.test_schema
+        source = f"select * from {schema}.src"
+        for rows in ("(1, 'a', 10), (2, 'b', 20)", "(1, 'a', 11), (3, 'c', 30)"):
+            set_source(warehouse, schema, f"select * from values {rows} {COLUMNS}")
+            run_dbt(["run"])
+            assert [r.model for r in publish(landing_zone)] == ["customers"]
+            assert [r.model for r in publish(other_landing_zone)] == ["orders"]
+            assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "customers"), source)
+            assert_mirror_equals(warehouse, table_folder(other_landing_zone, schema, "orders"), source)
+        assert not table_folder(landing_zone, schema, "orders").exists()
+        assert not table_folder(other_landing_zone, schema, "customers").exists()
+        assert set(manifest_states(landing_zone)) == set(manifest_states(other_landing_zone)) == {"published"}
+
+    def test_a_manifest_of_another_landing_zone_is_refused(self, project, warehouse, landing_zone, tmp_path):
+        """The var now names another landing zone, but the schema's manifest table is still the
+        one stored in the first: the run fails before staging anything, naming both."""
+        moved = tmp_path / "moved_landing_zone"
+        moved.mkdir()
+        results = run_dbt(["run", "-s", "customers", "--vars", f"{{openmirror_landing_zone: '{moved}'}}"],
+                          expect_pass=False)
+        message = results[0].message
+        assert "openmirror_manifest" in message and str(landing_zone) in message and str(moved) in message
+        assert list(moved.iterdir()) == []
+
+        # A manifest created before manifests recorded their landing zone: its location decides.
+        manifest = f"{project.test_schema}.openmirror_manifest"
+        project.run_sql(f"alter table {manifest} unset tblproperties ('openmirror.landing_zone')")
+        results = run_dbt(["run", "-s", "customers", "--vars", f"{{openmirror_landing_zone: '{moved}'}}"],
+                          expect_pass=False)
+        assert f"kept in the folder file:{landing_zone}/_scratchPad/dbt-openmirror/manifest" in results[0].message
+        assert list(moved.iterdir()) == []
+        run_dbt(["run", "-s", "customers"])
+        properties = dict(project.run_sql(f"show tblproperties {manifest}", fetch="all"))
+        assert properties["openmirror.landing_zone"] == str(landing_zone)

@@ -1,27 +1,30 @@
-"""The per-table lease on a real local landing zone, with a controllable clock."""
+"""The per-table lease on a real local landing zone. Time on the storage's side passes by making
+the lease files older (their Last-Modified is the storage's clock); the holder's own clock is a
+controllable monotonic clock."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError
-from dbt.adapters.openmirror.lease import LEASE_FOLDER, LeaseManager
+from dbt.adapters.openmirror.lease import LEASE_FOLDER, LeaseManager, ProcessIdentity
 from dbt.adapters.openmirror.storage import LocalStorage
+from tests.conftest import ROOT
 
 TABLE = "s.schema/t"
 
 
 class Clock:
     def __init__(self):
-        self.now = 1_000_000.0
+        self.now = 1_000.0
 
     def __call__(self):
         return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 @pytest.fixture(autouse=True)
@@ -36,13 +39,28 @@ def clock():
     return Clock()
 
 
+def age(tmp_path, seconds):
+    """The storage's time moves on: every lease file was written `seconds` earlier."""
+    for path in (tmp_path / LEASE_FOLDER / TABLE).iterdir():
+        written = path.stat().st_mtime - seconds
+        os.utime(path, (written, written))
+
+
 @pytest.fixture
 def manager(tmp_path, clock):
-    return LeaseManager(LocalStorage(tmp_path), clock=clock, sleep=clock.sleep)
+    def sleep(seconds):
+        clock.now += seconds
+        age(tmp_path, seconds)
+
+    return LeaseManager(LocalStorage(tmp_path), clock=clock, sleep=sleep)
 
 
 def generations(tmp_path):
     return sorted(p.name for p in (tmp_path / LEASE_FOLDER / TABLE).iterdir())
+
+
+def lease_file(tmp_path, lease):
+    return tmp_path / lease.path
 
 
 def test_a_live_lease_refuses_a_second_run_and_names_the_holder(manager, tmp_path):
@@ -51,31 +69,57 @@ def test_a_live_lease_refuses_a_second_run_and_names_the_holder(manager, tmp_pat
         manager.acquire(TABLE, "run-2", "orders", ttl_seconds=60, wait_seconds=0)
     message = str(error.value)
     assert "table s.schema/t is being published by run run-1" in message
-    assert f"pid {os.getpid()}" in message and "Nothing was published" in message
+    assert f"pid {os.getpid()}" in message and "lease until" in message and "Nothing was published" in message
     assert generations(tmp_path) == ["000000000001.json"]
 
 
-def test_release_leaves_no_file_and_lets_the_next_run_in(manager, tmp_path):
+def test_release_marks_the_lease_released_and_lets_the_next_run_in(manager, tmp_path):
     first = manager.acquire(TABLE, "run-1", "orders", 60, 0)
     manager.release(first)
-    assert generations(tmp_path) == []
+    assert json.loads(lease_file(tmp_path, first).read_text())["released"] is True
     second = manager.acquire(TABLE, "run-2", "orders", 60, 0)
     assert second.taken_from is None
+    # Generations only grow, so a lease generation fences every writer before it.
+    assert second.generation == 2 and generations(tmp_path) == ["000000000002.json"]
 
 
-def test_taking_over_removes_the_stale_generation(manager, tmp_path, clock):
+def test_a_new_lease_is_numbered_above_the_generation_the_journal_was_written_under(manager, tmp_path):
+    (tmp_path / TABLE).mkdir(parents=True)
+    (tmp_path / TABLE / "_dbt_openmirror.json").write_text(json.dumps(
+        {"lastSequenceNumber": 3, "keyColumns": ["id"], "model": "orders", "leaseGeneration": 7}
+    ))
+    # The lease folder was cleaned up by hand: the journal still knows the generation.
+    assert manager.acquire(TABLE, "run-1", "orders", 60, 0).generation == 8
+
+
+def test_taking_over_an_expired_lease_removes_the_stale_generation(manager, tmp_path):
     manager.acquire(TABLE, "run-1", "orders", 60, 0)
-    clock.now += 61
-    assert manager.acquire(TABLE, "run-2", "orders", 60, 0).generation == 2
+    age(tmp_path, 61)
+    lease = manager.acquire(TABLE, "run-2", "orders", 60, 0)
+    assert (lease.generation, lease.taken_from.run_id) == (2, "run-1")
     assert generations(tmp_path) == ["000000000002.json"]
 
 
-def test_releasing_a_lease_someone_else_took_over_leaves_theirs(manager, tmp_path, clock):
+def test_expiry_is_judged_by_the_storages_clock_not_the_hosts(tmp_path):
+    storage = LocalStorage(tmp_path)
+    LeaseManager(storage).acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
+    # A host whose clock runs 200 s ahead, or 200 s behind, sees the same live lease.
+    for offset in (200, -200):
+        contender = LeaseManager(storage, clock=lambda: time.time() + offset)
+        with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
+            contender.acquire(TABLE, "run-2", "orders", ttl_seconds=60, wait_seconds=0)
+    age(tmp_path, 61)
+    behind = LeaseManager(storage, clock=lambda: time.time() - 200)
+    assert behind.acquire(TABLE, "run-2", "orders", 60, 0).taken_from.run_id == "run-1"
+
+
+def test_releasing_a_lease_someone_else_took_over_leaves_theirs(manager, tmp_path):
     first = manager.acquire(TABLE, "run-1", "orders", 60, 0)
-    clock.now += 61
-    manager.acquire(TABLE, "run-2", "orders", 60, 0)
+    age(tmp_path, 61)
+    second = manager.acquire(TABLE, "run-2", "orders", 60, 0)
     manager.release(first)
     assert generations(tmp_path) == ["000000000002.json"]
+    assert json.loads(lease_file(tmp_path, second).read_text())["runId"] == "run-2"
 
 
 def test_waiting_ends_when_the_holder_expires(manager, clock):
@@ -86,34 +130,77 @@ def test_waiting_ends_when_the_holder_expires(manager, clock):
     assert lease.taken_from.run_id == "run-1"
 
 
-def test_waiting_gives_up_at_its_limit(manager, clock):
+def test_waiting_gives_up_at_its_limit(manager):
     manager.acquire(TABLE, "run-1", "orders", ttl_seconds=300, wait_seconds=0)
     with pytest.raises(LeaseHeldError):
         manager.acquire(TABLE, "run-2", "orders", ttl_seconds=300, wait_seconds=5)
 
 
-def test_renewal_keeps_the_lease_and_a_taken_over_holder_finds_out(manager, clock):
+def test_renewal_keeps_the_lease_and_a_holder_that_lost_it_finds_out(manager, clock, tmp_path):
     first = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=30, wait_seconds=0)
     clock.now += 20
-    manager.renew(first, 30)
+    manager.renew(first)
     clock.now += 20
     manager.check_held(first)  # renewed: still valid 40 s after taking it
-    clock.now += 31
-    with pytest.raises(LeaseHeldError, match="expired before publishing"):
-        manager.check_held(first)
+    clock.now += 10
+    with pytest.raises(LeaseHeldError, match="run run-1 lost its lease on s.schema/t .*not renewed"):
+        manager.check_held(first)  # stalled: by its own clock no contender is kept out any more
+    age(tmp_path, 31)
     manager.acquire(TABLE, "run-2", "orders", 30, 0)
-    with pytest.raises(LeaseHeldError, match="lost the lease on s.schema/t to run run-2"):
+    with pytest.raises(LeaseHeldError, match="run run-1 lost its lease on s.schema/t .*run run-2"):
         manager.check_held(first)
+    with pytest.raises(LeaseHeldError, match="run run-1 lost its lease"):
+        manager.renew(first)  # its file is gone: a renewal does not bring it back
+    assert generations(tmp_path) == ["000000000002.json"]
 
 
-def test_a_dead_process_on_this_host_is_taken_over_at_once(manager, tmp_path):
+def test_a_dead_process_of_this_boot_and_pid_namespace_is_taken_over_at_once(manager, tmp_path):
+    if manager.identity.boot_id is None:
+        pytest.skip("no boot id and PID namespace here (not Linux): only expiry counts")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=3600, wait_seconds=0)
-    path = tmp_path / held.path
-    path.write_text(path.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {dead.stdout.strip()}'))
+    path = lease_file(tmp_path, held)
+    holder = json.loads(path.read_text())
+    path.write_text(json.dumps({**holder, "pid": int(dead.stdout), "token": "another process"}))
     lease = manager.acquire(TABLE, "run-2", "orders", 3600, 0)
     assert lease.taken_from.run_id == "run-1"
+
+
+@pytest.mark.parametrize("identity", [
+    {"bootId": None, "pidNamespace": None},  # written where there is no /proc (macOS, Windows)
+    {"pidNamespace": "pid:[1]"},  # another container on this host
+    {"bootId": "another boot"},
+])
+def test_a_pid_is_only_looked_up_in_the_boot_and_pid_namespace_it_belongs_to(manager, tmp_path, identity):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=3600, wait_seconds=0)
+    path = lease_file(tmp_path, held)
+    holder = json.loads(path.read_text())
+    path.write_text(json.dumps({**holder, "pid": int(dead.stdout), "token": "another process", **identity}))
+    with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
+        manager.acquire(TABLE, "run-2", "orders", 3600, 0)
+
+
+def test_without_proc_no_process_is_signalled_and_only_expiry_counts(tmp_path, monkeypatch):
+    """Windows: os.kill(pid, 0) would terminate the process, so there is no same-host shortcut."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    identity = ProcessIdentity.of_this_process()
+    assert (identity.boot_id, identity.pid_namespace) == (None, None)
+
+    def kill(pid, signal):
+        raise AssertionError(f"os.kill({pid}, {signal}) called")
+
+    monkeypatch.setattr(os, "kill", kill)
+    storage = LocalStorage(tmp_path)
+    holder = LeaseManager(storage, identity=ProcessIdentity("h", 4_000_000, "holder's token"))
+    holder.acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
+    contender = LeaseManager(storage, identity=ProcessIdentity("h", 4_000_001, "contender's token"))
+    with pytest.raises(LeaseHeldError):
+        contender.acquire(TABLE, "run-2", "orders", 60, 0)
+    age(tmp_path, 61)
+    assert contender.acquire(TABLE, "run-2", "orders", 60, 0).taken_from.run_id == "run-1"
 
 
 def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
@@ -124,11 +211,60 @@ def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
     assert manager.acquire(TABLE, "run-2", "orders", 3600, 0).taken_from.run_id == "run-1"
 
 
-def test_another_hosts_live_lease_is_respected_until_it_expires(manager, tmp_path, clock):
+def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_process(tmp_path):
+    from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector, InjectedFault
+
+    storage = LocalStorage(tmp_path)
+    LeaseManager(storage).release(LeaseManager(storage).acquire(TABLE, "run-1", "orders", 3600, 0))
+    # The next lease is written (operation 1), then removing the released one fails (operation 2).
+    failing = LeaseManager(FaultInjectingStorage(storage, FaultInjector(2)))
+    with pytest.raises(InjectedFault):
+        failing.acquire(TABLE, "run-2", "orders", 3600, 0)
+    assert LeaseManager(storage).acquire(TABLE, "run-3", "orders", 3600, 0).taken_from.run_id == "run-2"
+
+
+def test_another_hosts_live_lease_is_respected_until_it_expires(manager, tmp_path):
     held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
-    path = tmp_path / held.path
-    path.write_text(path.read_text().replace(manager.host, "other-host"))
+    path = lease_file(tmp_path, held)
+    holder = json.loads(path.read_text())
+    path.write_text(json.dumps({**holder, "host": "other-host", "token": "t", "bootId": "b"}))
     with pytest.raises(LeaseHeldError, match="host other-host"):
         manager.acquire(TABLE, "run-2", "orders", 60, 0)
-    clock.now += 61
+    age(tmp_path, 61)
     assert manager.acquire(TABLE, "run-2", "orders", 60, 0).generation == 2
+
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True).returncode == 0
+
+
+def _pid_free_here(start: int) -> int:
+    pid = start
+    while os.path.exists(f"/proc/{pid}"):
+        pid += 1
+    return pid
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --pid --fork` (Linux, privileges)")
+def test_a_live_holder_in_another_pid_namespace_of_this_host_keeps_its_lease(tmp_path):
+    """Two real processes: the holder runs in a PID namespace of its own (as in a container on
+    this host, same hostname) under a pid that does not exist here."""
+    pid = _pid_free_here(200)
+    holder = subprocess.Popen(
+        ["unshare", "--pid", "--fork", sys.executable, "-m", "tests.lease_holder", str(tmp_path), TABLE, str(pid)],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().split() == ["held", str(pid)]
+        written = json.loads(next((tmp_path / LEASE_FOLDER / TABLE).iterdir()).read_text())
+        assert written["pid"] == pid and not os.path.exists(f"/proc/{pid}")
+        with pytest.raises(LeaseHeldError, match=f"is being published by run holder-run .*pid {pid}"):
+            LeaseManager(LocalStorage(tmp_path)).acquire(TABLE, "run-2", "orders", 60, 0)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert holder.returncode == 0
+    # Released by the holder: the next run takes it without waiting.
+    assert LeaseManager(LocalStorage(tmp_path)).acquire(TABLE, "run-2", "orders", 60, 0).taken_from is None

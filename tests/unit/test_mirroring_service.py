@@ -9,12 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import ServiceWaitError
+from dbt.adapters.openmirror.landing_zone import scratch_path
+from dbt.adapters.openmirror.lease import LeaseManager
 from dbt.adapters.openmirror.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publisher import Publisher
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "sales.schema/orders"
-STAGED = "_scratchPad/dbt-openmirror/run-1"
 
 
 class FakeTime:
@@ -99,8 +100,8 @@ def test_a_status_file_caught_half_written_is_read_again(item):
     assert time.now == 1
 
 
-def stage(storage, rows, marked):
-    folder = storage.root / STAGED
+def stage(storage, run_id, rows, marked):
+    folder = storage.root / scratch_path(run_id)
     folder.mkdir(parents=True, exist_ok=True)
     table = pa.table({"id": list(range(rows))})
     if marked:
@@ -122,13 +123,21 @@ def test_a_rebuild_recreates_the_folder_only_after_the_service_dropped_the_table
     time = FakeTime(the_service)
     publisher = Publisher(storage, MirroringService(storage, [].append, time.clock, time.sleep))
 
+    leases = LeaseManager(storage)
+
     def publish(rows, rebuild, full_load):
-        stage(storage, rows, marked=not full_load)
+        run_id = f"run-{rows}"
+        stage(storage, run_id, rows, marked=not full_load)
         state = publisher.table_state(TABLE)
-        pending = publisher.prepare(TABLE, ["id"], STAGED, state, rows, "orders", f"run-{rows}", full_load, rebuild)
-        publisher.begin(pending, service_wait_seconds=60)
-        publisher.complete(pending)
-        publisher.commit(pending)
+        pending = publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, rows, "orders", run_id, full_load, rebuild)
+        lease = leases.acquire(TABLE, run_id, "orders", ttl_seconds=600, wait_seconds=0)
+        fence = leases.fence(lease)
+        try:
+            publisher.begin(pending, fence, service_wait_seconds=60)
+            publisher.complete(pending, fence)
+            publisher.commit(pending, fence)
+        finally:
+            leases.release(lease)
 
     publish(2, rebuild=False, full_load=True)
     service_lists(item, ("sales", "orders"))

@@ -16,6 +16,7 @@ from dbt.adapters.openmirror.errors import (
     LandingZoneServiceError,
     PublishError,
     TargetExistsError,
+    WriteConflictError,
 )
 from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.storage.location import parse_location
@@ -116,6 +117,46 @@ def test_create_only_rename_is_one_dfs_call_that_never_overwrites(dfs, root, sto
     with pytest.raises(TargetExistsError):
         storage.write_text("t/a.txt", "three", create_only=True)
     assert storage.list_names("t") == ["a.txt", "sub"]  # the temporary file was removed
+
+
+def test_a_conditional_write_is_a_rename_with_if_match(dfs, root, storage):
+    first = storage.write_text_if("t/j.json", "one", None)
+    assert dfs.recorded("rename")[-1].header("If-None-Match") == "*"
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/j.json", "two", None)
+    assert storage.read_versioned("t/j.json") == ("one", first)
+    dfs.clear_records()
+    second = storage.write_text_if("t/j.json", "two", first)
+    (rename,) = dfs.recorded("rename")
+    assert rename.header("If-Match") == first and rename.status == 201
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/j.json", "three", first)
+    assert dfs.recorded("rename")[-1].status == 412
+    assert on_disk(dfs, root, "t/j.json").read_text() == "two"
+    assert storage.read_versioned("t/j.json").version == second
+    assert storage.list_names("t") == ["j.json"]  # refused writes leave no temporary file
+
+
+def test_a_conditional_write_whose_answer_was_lost_counts_once(dfs, root, storage):
+    first = storage.write_text_if("t/j.json", "one", None)
+    dfs.inject(operation="rename", drop=True, after_operation=True)
+    second = storage.write_text_if("t/j.json", "two", first)
+    assert on_disk(dfs, root, "t/j.json").read_text() == "two"
+    assert storage.read_versioned("t/j.json").version == second
+
+
+def test_two_processes_writing_conditionally_lose_no_update(dfs, root):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    command = [sys.executable, "-m", "tests.cas_counter", f"{dfs.url}/ws/{root}", "t/counter.txt", "25"]
+    workers = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    conflicts = [int(worker.communicate(timeout=300)[0]) for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0]
+    assert on_disk(dfs, root, "t/counter.txt").read_text() == "50\n"
+    print(f"{sum(conflicts)} conflicts retried")
 
 
 def test_a_rename_whose_answer_was_lost_counts_once(dfs, root, storage):
@@ -229,7 +270,7 @@ def test_a_folder_that_never_goes_away_is_a_clear_error(dfs, root):
     dfs.inject(status=409, code="OperationNotAllowedOnThePath", times=1000, operation="delete")
     with pytest.raises(PublishError, match="still there 0 s after deleting it: the mirroring service may still"):
         storage.delete_folder("t")
-    with pytest.raises(Exception, match="refusing to delete the landing zone root"):
+    with pytest.raises(Exception, match="refusing to delete"):
         storage.delete_folder("")
 
 
@@ -265,3 +306,18 @@ def test_monitoring_files_are_written_beside_the_landing_zone(dfs, root, storage
     assert storage.read_monitoring("tables.json") == '{"tables": [1]}\n'
     elsewhere = open_storage(dfs, f"{item}/Files/other")
     assert not elsewhere.write_monitoring("tables.json", "{}")
+
+
+@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(dfs, root, storage, path):
+    storage.write_text("t/f.txt", "kept", create_only=False)
+    storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=False)
+    dfs.clear_records()
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_folder(path)
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_file(path)
+    assert dfs.recorded("delete") == []
+    assert storage.read_text("t/f.txt") == "kept"
+    storage.delete_folder("_scratchPad/dbt-openmirror/run-1")  # strictly inside: allowed
+    assert storage.list_names("_scratchPad/dbt-openmirror") == []

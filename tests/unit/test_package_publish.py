@@ -1,15 +1,18 @@
 """`dbt-openmirror publish` over runs staged without Spark: order, exactly once, broken chains,
 unsafe table folders, discarded runs and `status`."""
 
+from datetime import datetime, timezone
+
+import pyarrow as pa
 import pytest
 
 from dbt.adapters.openmirror.cli import main
 from dbt.adapters.openmirror.errors import PublishError
-from dbt.adapters.openmirror.package_publish import PackagePublisher, read_manifest
+from dbt.adapters.openmirror.package_publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.functional.mirror import tree_digest
 from tests.mirror_oracle import replay
-from tests.unit.package_staging import FOLDER, record, stage_run
+from tests.unit.package_staging import FOLDER, record, stage_run, write_manifest_rows
 
 FIRST = [{"id": 1, "amount": 10, "__rowMarker__": 0}, {"id": 2, "amount": 20, "__rowMarker__": 0}]
 SECOND = [{"id": 1, "amount": 11, "__rowMarker__": 1}, {"id": 2, "amount": None, "__rowMarker__": 2}]
@@ -73,7 +76,8 @@ def test_a_table_folder_outside_the_landing_zone_is_refused(tmp_path):
     before = tree_digest(tmp_path)
     with pytest.raises(PublishError) as failure:
         _publish(tmp_path)
-    assert "'../escape'" in failure.value.msg and "Nothing of it was published" in failure.value.msg
+    assert "table_folder '../escape' is not a landing-zone table folder" in failure.value.msg
+    assert "the row is skipped" in failure.value.msg
     assert tree_digest(tmp_path) == before
     assert not (tmp_path.parent / "escape").exists()
 
@@ -128,3 +132,110 @@ def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, caps
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 11}]
     # The broken table is reported at each later poll and does not stop the others.
     assert capsys.readouterr().err.count("holds the changes since run gone") == 2
+
+
+# -- the manifest is data: every field of a row is checked before anything is done with it ------
+
+def _untouched(landing_zone, before, *kept):
+    after = tree_digest(landing_zone)
+    return all(after.get(path) == before[path] for path in kept)
+
+
+@pytest.mark.parametrize("recorded_folder", ["", ".", "sales.schema", "_scratchPad", "_scratchPad/dbt-openmirror/run-a"])
+def test_a_discarded_row_deletes_nothing_but_its_own_staged_folder(tmp_path, recorded_folder):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    (tmp_path / "sales.schema" / "customers").mkdir(parents=True)
+    (tmp_path / "sales.schema" / "customers" / "00000000000000000001.parquet").write_bytes(b"another table")
+    (tmp_path / "notes.txt").write_text("not ours")
+    stage_run(tmp_path, "run-d", 2, SECOND, states=("staging", "discarded"), recorded_folder=recorded_folder)
+    before = tree_digest(tmp_path)
+    logged = []
+    with pytest.raises(PublishError) as failure:
+        PackagePublisher(LocalStorage(tmp_path), log=logged.append).publish()
+    # The healthy run is published; the bad row touched nothing, not even its own files.
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+    kept = [p for p in before if not p.startswith("_scratchPad/dbt-openmirror/run-a/")]
+    assert _untouched(tmp_path, before, *kept)
+    assert (tmp_path / "_scratchPad/dbt-openmirror/run-d/part-00000.parquet").exists()
+    assert f"staged_folder {recorded_folder!r}" in failure.value.msg
+    assert "run-d" in failure.value.msg and "skipped" in failure.value.msg
+    assert any("run-d" in line for line in logged)
+
+
+def test_a_staged_row_cannot_publish_another_runs_files(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    # Sorted first, and pointing at run-a's staged folder: it would move run-a's file into its
+    # own table folder, then delete run-a's folder.
+    stage_run(tmp_path, "run-x", 1, SECOND, load="full", table_folder="dbo.schema/third",
+              recorded_folder="_scratchPad/dbt-openmirror/run-a")
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "run-x" in failure.value.msg and "_scratchPad/dbt-openmirror/run-a" in failure.value.msg
+    assert not (tmp_path / "dbo.schema").exists()
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
+def _row(run_id, **changes):
+    row = {
+        "run_id": run_id, "model": "orders", "table_folder": "other", "key_columns": '["id"]',
+        "base_run_id": None, "load": "full", "reason": "", "staged_sequence": 1,
+        "staged_folder": f"_scratchPad/dbt-openmirror/{run_id}", "rows": 2, "marker_counts": '{"0": 2}',
+        "state": "staged", "recorded_at": datetime.now(timezone.utc),
+    }
+    return {**row, **changes}
+
+
+def test_malformed_manifest_rows_are_skipped_and_reported(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    write_manifest_rows(tmp_path, "part-bad-state.parquet", [_row("run-s", state="published-ish")])
+    write_manifest_rows(tmp_path, "part-null-id.parquet", [_row(None)])
+    write_manifest_rows(tmp_path, "part-null-folder.parquet", [_row("run-n", table_folder=None)])
+    write_manifest_rows(tmp_path, "part-bad-json.parquet", [_row("run-j", key_columns="[id")])
+    write_manifest_rows(tmp_path, "part-bad-counts.parquet", [_row("run-c", marker_counts='{"0": "two"}')])
+    write_manifest_rows(tmp_path, "part-bad-id.parquet", [_row("../../x", staged_folder="_scratchPad/x")])
+    text_rows = pa.schema([(f.name, pa.string()) if f.name == "rows" else f for f in MANIFEST_SCHEMA])
+    write_manifest_rows(tmp_path, "part-text-rows.parquet", [_row("run-t", rows="two")], text_rows)
+    (tmp_path / MANIFEST_FOLDER / "part-garbage.parquet").write_bytes(b"not parquet")
+    logged = []
+    with pytest.raises(PublishError) as failure:
+        PackagePublisher(LocalStorage(tmp_path), log=logged.append).publish()
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+    assert not (tmp_path / "other").exists()
+    report = "\n".join(logged)
+    for expected in (
+        "part-bad-state.parquet row 1: state 'published-ish' is not one of",
+        "part-null-id.parquet row 1: run_id None",
+        "part-null-folder.parquet row 1: table_folder None",
+        "part-bad-json.parquet row 1: key_columns '[id'",
+        "part-bad-counts.parquet row 1: marker_counts",
+        "part-bad-id.parquet row 1: run_id '../../x'",
+        "part-text-rows.parquet row 1: rows 'two'",
+        "part-garbage.parquet: not readable",
+    ):
+        assert expected in report, report
+    assert "skipped" in failure.value.msg
+    assert {r.run_id for r in read_manifest(LocalStorage(tmp_path))} == {"run-a"}
+
+
+def test_rows_of_one_run_that_disagree_are_skipped(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    # A second `staged` row for run-a, naming another table folder.
+    write_manifest_rows(tmp_path, "part-forged.parquet", [_row("run-a", table_folder="dbo.schema/third")])
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "run-a" in failure.value.msg and "table_folder" in failure.value.msg
+    assert not (tmp_path / FOLDER).exists() and not (tmp_path / "dbo.schema").exists()
+    assert (tmp_path / "_scratchPad/dbt-openmirror/run-a/part-00000.parquet").exists()
+
+
+def test_a_storage_error_in_one_table_does_not_stop_the_others(tmp_path):
+    # A file where a table folder should be: every write into it fails with an OSError.
+    (tmp_path / "other").write_text("in the way")
+    stage_run(tmp_path, "run-x", 1, FIRST, load="full", table_folder="other")
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    logged = []
+    with pytest.raises(PublishError) as failure:
+        PackagePublisher(LocalStorage(tmp_path), log=logged.append).publish()
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+    assert failure.value.msg.startswith("other: ")
+    assert (tmp_path / "other").read_text() == "in the way"

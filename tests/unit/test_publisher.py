@@ -1,12 +1,15 @@
 """The publisher against a real local landing zone, with Parquet files written by pyarrow."""
 
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.landing_zone import scratch_path
+from dbt.adapters.openmirror.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.storage import LocalStorage
 
@@ -19,10 +22,10 @@ def storage(tmp_path):
     return LocalStorage(tmp_path)
 
 
-def stage(storage, *row_counts, marker_type=pa.int32()):
+def stage(storage, *row_counts, marker_type=pa.int32(), run_id="run-1"):
     """Spark-like staging: part files, a _SUCCESS marker and checksum files (without a marker
     column when `marker_type` is None, as full loads are written)."""
-    folder = storage.root / STAGED
+    folder = storage.root / scratch_path(run_id)
     folder.mkdir(parents=True, exist_ok=True)
     for index, rows in enumerate(row_counts):
         table = pa.table({"id": list(range(rows))})
@@ -37,15 +40,33 @@ def prepare(storage, expected_rows, last=0, rebuild=False, full_load=None, run_i
     publisher = Publisher(storage)
     state = TableFolderState(last > 0, ["id"], last)
     full_load = (last == 0 or rebuild) if full_load is None else full_load
-    return publisher.prepare(TABLE, ["id"], STAGED, state, expected_rows, "m", run_id, full_load, rebuild)
+    return publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, expected_rows, "m", run_id, full_load, rebuild)
+
+
+class Run:
+    """A run holding the table's lease; the publisher's writes show its fence."""
+
+    def __init__(self, storage, run_id, leases=None):
+        self.leases = leases or LeaseManager(storage)
+        self.lease = self.leases.acquire(TABLE, run_id, "m", ttl_seconds=60, wait_seconds=0)
+        self.fence = self.leases.fence(self.lease)
+
+    def end(self):
+        self.leases.release(self.lease)
+
+
+def publish_under(run, pending, storage):
+    publisher = Publisher(storage)
+    publisher.begin(pending, run.fence)
+    publisher.complete(pending, run.fence)
+    publisher.commit(pending, run.fence)
 
 
 def publish(storage, expected_rows, last=0, rebuild=False):
     pending = prepare(storage, expected_rows, last, rebuild)
-    publisher = Publisher(storage)
-    publisher.begin(pending)
-    publisher.complete(pending)
-    publisher.commit(pending)
+    run = Run(storage, pending.run_id)
+    publish_under(run, pending, storage)
+    run.end()
     return pending
 
 
@@ -92,7 +113,7 @@ def test_unexpected_last_number_publishes_nothing(storage):
     stage(storage, 1)
     pending = prepare(storage, 1, last=0, full_load=False)
     with pytest.raises(PublishError, match="changed during the run"):
-        Publisher(storage).begin(pending)
+        Publisher(storage).begin(pending, Run(storage, "run-1").fence)
     assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet")) == ["00000000000000000001.parquet"]
 
 
@@ -139,9 +160,72 @@ def test_rename_never_overwrites(storage):
     assert sorted(storage.list_names("a")) == ["x.txt", "y.txt"]  # no temporary file left
 
 
+def test_a_conditional_write_replaces_only_the_version_it_read(storage):
+    first = storage.write_text_if("t/j.json", "one", None)
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/j.json", "two", None)  # None: only while there is none
+    assert storage.read_versioned("t/j.json") == ("one", first)
+    second = storage.write_text_if("t/j.json", "two", first)
+    assert second != first
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/j.json", "three", first)  # written since it was read
+    assert storage.read_text("t/j.json") == "two"
+    with pytest.raises(WriteConflictError):
+        storage.write_text_if("t/gone.json", "x", second)
+    assert storage.read_versioned("t/gone.json") is None
+    assert sorted(storage.list_names("t")) == ["j.json"]  # no temporary file left
+
+
+def test_two_processes_writing_conditionally_lose_no_update(storage):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    command = [sys.executable, "-m", "tests.cas_counter", str(storage.root), "t/counter.txt", "150"]
+    workers = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    conflicts = [int(worker.communicate(timeout=120)[0]) for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0]
+    assert storage.read_text("t/counter.txt") == "300\n"
+    print(f"{sum(conflicts)} conflicts retried")
+
+
 def test_paths_cannot_leave_the_landing_zone(storage):
     with pytest.raises(Exception, match="would leave the landing zone"):
         storage.read_text("../outside.txt")
+
+
+@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(storage, path):
+    from tests.functional.mirror import tree_digest
+
+    storage.write_text("t/f.txt", "kept", create_only=True)
+    storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=True)
+    (storage.root.parent / "beside.txt").write_text("outside the landing zone")
+    before = tree_digest(storage.root.parent)
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_folder(path)
+    with pytest.raises(PublishError, match="refusing to delete"):
+        storage.delete_file(path)
+    assert tree_digest(storage.root.parent) == before
+    storage.delete_folder("_scratchPad/dbt-openmirror/run-1")  # strictly inside: allowed
+    assert storage.list_names("_scratchPad/dbt-openmirror") == []
+
+
+def test_a_journal_naming_a_staged_folder_not_its_runs_is_damaged(storage):
+    publisher, pending, run = journaled_second_publish(storage, 2)
+    path = storage.root / TABLE / "_dbt_openmirror.json"
+    for folder in ("", "s.schema", "_scratchPad/dbt-openmirror/run-1"):
+        journal = json.loads(path.read_text())
+        journal["pending"]["stagedFolder"] = folder
+        path.write_text(json.dumps(journal))
+        with pytest.raises(PublishError, match="is damaged"):
+            publisher.table_state(TABLE)
+    journal["pending"]["stagedFolder"] = "_scratchPad/dbt-openmirror/run-2"
+    journal["pending"]["files"][0]["staged"] = f"{TABLE}/00000000000000000001.parquet"
+    path.write_text(json.dumps(journal))
+    with pytest.raises(PublishError, match="is damaged"):
+        publisher.table_state(TABLE)
 
 
 def test_spark_uri_is_not_percent_encoded(tmp_path):
@@ -158,11 +242,12 @@ def journaled_second_publish(storage, *row_counts):
     """File 1 published; a second publish of `row_counts` staged and journaled, not renamed."""
     stage(storage, 1)
     publish(storage, 1)
-    stage(storage, *row_counts)
+    stage(storage, *row_counts, run_id="run-2")
     pending = prepare(storage, sum(row_counts), last=1, run_id="run-2")
     publisher = Publisher(storage)
-    publisher.begin(pending)
-    return publisher, pending
+    run = Run(storage, "run-2")
+    publisher.begin(pending, run.fence)
+    return publisher, pending, run
 
 
 def _names(storage):
@@ -177,7 +262,7 @@ def test_an_incremental_run_without_rows_publishes_nothing(storage):
 
 
 def test_the_journal_lets_an_interrupted_publish_finish(storage):
-    publisher, pending = journaled_second_publish(storage, 2, 3)
+    publisher, pending, run = journaled_second_publish(storage, 2, 3)
     # Stop after the first rename, and again between link and unlink of the second.
     storage.rename_create_only(*_final(pending.files[0]))
     staged, final = _final(pending.files[1])
@@ -186,10 +271,10 @@ def test_the_journal_lets_an_interrupted_publish_finish(storage):
     assert state.pending == pending and state.last_sequence_number == 3
     record = json.loads((storage.root / TABLE / "_dbt_openmirror.json").read_text())
     assert record["lastSequenceNumber"] == 1 and record["pending"]["runId"] == "run-2"
-    publisher.complete(pending)
-    publisher.commit(pending)
+    publisher.complete(pending, run.fence)
+    publisher.commit(pending, run.fence)
     assert _names(storage) == [f"{n:020d}.parquet" for n in (1, 2, 3)]
-    assert not (storage.root / STAGED).exists()
+    assert not (storage.root / scratch_path("run-2")).exists()
     state = publisher.table_state(TABLE)
     assert (state.pending, state.last_sequence_number) == (None, 3)
 
@@ -200,32 +285,112 @@ def _final(file):
 
 
 def test_abandoning_keeps_the_committed_number(storage):
-    publisher, pending = journaled_second_publish(storage, 2)
-    publisher.abandon(pending)
+    publisher, pending, run = journaled_second_publish(storage, 2)
+    publisher.abandon(pending, run.fence)
     state = publisher.table_state(TABLE)
     assert (state.pending, state.last_sequence_number) == (None, 1)
-    assert not (storage.root / STAGED).exists() and _names(storage) == ["00000000000000000001.parquet"]
+    assert not (storage.root / scratch_path("run-2")).exists() and _names(storage) == ["00000000000000000001.parquet"]
 
 
-def test_a_different_file_under_a_pending_number_is_refused(storage):
-    publisher, pending = journaled_second_publish(storage, 2)
-    (storage.root / TABLE / pending.names[0]).write_bytes(b"someone else")
-    with pytest.raises(PublishError, match="differs from the staged"):
-        publisher.complete(pending)
-    assert (storage.root / TABLE / pending.names[0]).read_bytes() == b"someone else"
+@pytest.mark.parametrize("same_size", [False, True])
+def test_another_writers_file_under_a_pending_number_is_refused(storage, same_size):
+    publisher, pending, run = journaled_second_publish(storage, 2)
+    staged = storage.root / pending.files[0][0]
+    theirs = bytearray(staged.read_bytes())
+    theirs[4] ^= 0xFF  # the same size as ours, other content
+    final = storage.root / TABLE / pending.names[0]
+    final.write_bytes(bytes(theirs) if same_size else b"someone else")
+    with pytest.raises(PublishError, match="is not the staged .* another writer used this number"):
+        publisher.complete(pending, run.fence)
+    assert final.read_bytes() == (bytes(theirs) if same_size else b"someone else")
+    assert staged.exists()  # ours is kept, not taken for published
+
+
+# -- a writer that lost its lease cannot damage the table ------------------------------------
+
+def expire_leases(storage, seconds=61):
+    """The storage's time moves past the leases' time to live (the holder stalled)."""
+    for path in (storage.root / LEASE_FOLDER / TABLE).iterdir():
+        written = path.stat().st_mtime - seconds
+        os.utime(path, (written, written))
+
+
+def take_over_and_publish(storage, publisher, rows):
+    """Another run takes the stale lease, finishes the journaled publish it finds (rolling it
+    forward, as recovery does when the output is there) and publishes `rows` rows of its own."""
+    expire_leases(storage)
+    taker = Run(storage, "run-3")
+    state = publisher.table_state(TABLE)
+    if state.pending is not None:
+        publisher.complete(state.pending, taker.fence)
+        publisher.commit(state.pending, taker.fence)
+    stage(storage, rows, run_id="run-3")
+    last = publisher.table_state(TABLE).last_sequence_number
+    publish_under(taker, prepare(storage, rows, last=last, run_id="run-3"), storage)
+    taker.end()
+
+
+def assert_lost_its_lease(failure):
+    message = failure.value.msg
+    assert "run run-2 lost its lease on s.schema/t" in message, message
+    assert not any(blame in message for blame in ("someone else", "another writer", "changed during"))
+
+
+def assert_published_once(storage, *row_counts, generation):
+    names = _names(storage)
+    assert names == [f"{n:020d}.parquet" for n in range(1, len(row_counts) + 1)]
+    rows = [pq.read_metadata(storage.root / TABLE / name).num_rows for name in names]
+    assert rows == list(row_counts)
+    record = json.loads((storage.root / TABLE / "_dbt_openmirror.json").read_text())
+    assert (record["lastSequenceNumber"], record["leaseGeneration"]) == (len(names), generation)
+    assert "pending" not in record
+
+
+def test_a_writer_that_lost_its_lease_before_begin_is_refused(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    stale = Run(storage, "run-2")
+    stage(storage, 2, run_id="run-2")
+    pending = prepare(storage, 2, last=1, run_id="run-2")
+    publisher = Publisher(storage)
+    take_over_and_publish(storage, publisher, 4)  # while run-2 stalled
+    with pytest.raises(LeaseHeldError) as failure:
+        publisher.begin(pending, stale.fence)
+    assert_lost_its_lease(failure)
+    assert_published_once(storage, 1, 4, generation=3)
+
+
+def test_a_writer_that_lost_its_lease_between_renames_is_refused(storage):
+    publisher, pending, stale = journaled_second_publish(storage, 2, 3)
+    storage.rename_create_only(*_final(pending.files[0]))  # file 2 in place; then it stalled
+    take_over_and_publish(storage, publisher, 4)  # finishes file 3, publishes file 4
+    with pytest.raises(LeaseHeldError) as failure:
+        publisher.complete(pending, stale.fence)
+    assert_lost_its_lease(failure)
+    assert_published_once(storage, 1, 2, 3, 4, generation=3)
+
+
+def test_a_writer_that_lost_its_lease_cannot_roll_the_journal_back(storage):
+    publisher, pending, stale = journaled_second_publish(storage, 2)
+    publisher.complete(pending, stale.fence)  # file 2 in place; it stalled before its commit
+    take_over_and_publish(storage, publisher, 4)
+    for late_write in (publisher.commit, publisher.abandon, publisher.begin):
+        with pytest.raises(LeaseHeldError) as failure:
+            late_write(pending, stale.fence)
+        assert_lost_its_lease(failure)
+    assert_published_once(storage, 1, 2, 4, generation=3)
 
 
 def test_a_second_journal_entry_is_refused(storage):
-    _, pending = journaled_second_publish(storage, 2)
+    _, pending, run = journaled_second_publish(storage, 2)
     with pytest.raises(PublishError, match="changed during the run"):
-        Publisher(storage).begin(pending)
+        Publisher(storage).begin(pending, run.fence)
 
 
 def test_status_shows_the_lease_and_an_unfinished_publish(storage, capsys):
     from dbt.adapters.openmirror.cli import main
-    from dbt.adapters.openmirror.lease import LeaseManager
 
-    journaled_second_publish(storage, 2)
+    journaled_second_publish(storage, 2)[2].end()  # that run stopped
     lease = LeaseManager(storage).acquire(TABLE, "run-3", "m", ttl_seconds=60, wait_seconds=0)
     assert main(["status", str(storage.root)]) == 0
     out = capsys.readouterr().out
@@ -258,9 +423,9 @@ def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):
 
 
 def test_abandoning_after_renames_records_the_numbers_it_published(storage):
-    publisher, pending = journaled_second_publish(storage, 2, 3)
+    publisher, pending, run = journaled_second_publish(storage, 2, 3)
     storage.rename_create_only(*_final(pending.files[0]))
-    publisher.abandon(pending)
+    publisher.abandon(pending, run.fence)
     state = publisher.table_state(TABLE)
     # File 2 is ours: no conflict, and the snapshot (at 1) no longer matches, so the plan rebuilds.
     assert (state.pending, state.last_sequence_number, state.numbering_conflict) == (None, 2, None)

@@ -177,8 +177,8 @@ def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
     """Who is publishing the table now, and a publish an interrupted run left unfinished."""
     notes = []
     lease = leases.current(folder)
-    if lease is not None:
-        notes.append(f"lease: {lease.holder.describe()}")
+    if lease is not None and not lease.holder.released:
+        notes.append(f"lease: {leases.describe(lease)}")
     if state.numbering_conflict:
         notes.append(f"numbering: {state.numbering_conflict}")
     if state.pending is not None:

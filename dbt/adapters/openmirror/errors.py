@@ -31,6 +31,16 @@ class TargetExistsError(PublishError):
     """A create-only write found its target already present: a number is never overwritten."""
 
 
+class WriteConflictError(PublishError):
+    """A conditional write found the file changed since it was read (or present, or gone): it
+    wrote nothing."""
+
+
+class UnsafePathError(PublishError):
+    """A delete would reach the landing zone root, `_scratchPad` itself or a path outside: the
+    paths deleted come from data (manifest rows, journals), so every backend refuses them."""
+
+
 class LeaseHeldError(PublishError):
     """Another run publishes the same table folder now (or took over this run's lease)."""
 

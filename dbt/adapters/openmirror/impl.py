@@ -267,14 +267,15 @@ class OpenMirrorAdapter(SparkAdapter):
                 self._relation_run_id(new_relation),
             )
             self._warn(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
+            fence = self.leases.fence(lease)
             if recovery.action == ROLL_FORWARD:
-                self.leases.check_held(lease)
-                self.publisher.complete(pending)
+                self.publisher.complete(pending, fence)
                 if recovery.promote:
+                    fence.check()
                     self._replace_snapshot(new_relation, target_relation, backup_relation)
-                self.publisher.commit(pending)
+                self.publisher.commit(pending, fence)
             elif recovery.action in (DISCARD, ABANDON):
-                self.publisher.abandon(pending)
+                self.publisher.abandon(pending, fence)
         self._settle_held_change(mirror, target_relation)
         if lease.taken_from is not None:
             self.publisher.discard(scratch_path(lease.taken_from.run_id))
@@ -651,16 +652,18 @@ class OpenMirrorAdapter(SparkAdapter):
         A failure before the journal entry discards the staged files; after it, everything is left
         for the next run's recovery to finish (see recovery.py).
         """
+        fence = self.leases.fence(self._held_lease(mirror))
         try:
-            self.leases.check_held(self._held_lease(mirror))
-            self.publisher.begin(pending, mirror.rebuild_wait_seconds)
+            fence.check()
+            self.publisher.begin(pending, fence, mirror.rebuild_wait_seconds)
         except Exception:
             self.publisher.discard(pending.staged_folder)
             raise
-        self.publisher.complete(pending)
+        self.publisher.complete(pending, fence)
+        fence.check()  # Spark's renames cannot be conditional: the last check before them
         self._replace_snapshot(relations["new"], relations["target"], relations["backup"])
         self._replace_hashes(relations["new_hashes"], relations["previous_hashes"], relations["changes"])
-        self.publisher.commit(pending)
+        self.publisher.commit(pending, fence)
         return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
 
     # -- runs that publish nothing: --empty, and dry runs -----------------------------------------
@@ -778,14 +781,15 @@ class OpenMirrorAdapter(SparkAdapter):
     def _publish_held(self, change: HeldChange) -> None:
         """As openmirror_publish, with `{{ this }}` already the output: a failure before the
         journal entry discards the change; after it, recovery finishes the publish."""
+        fence = self.leases.fence(change.lease)
         try:
-            self.leases.check_held(change.lease)
-            self.publisher.begin(change.pending, change.mirror.rebuild_wait_seconds)
+            fence.check()
+            self.publisher.begin(change.pending, fence, change.mirror.rebuild_wait_seconds)
         except Exception:
             self._discard_held(change)
             raise
-        self.publisher.complete(change.pending)
-        self.publisher.commit(change.pending)
+        self.publisher.complete(change.pending, fence)
+        self.publisher.commit(change.pending, fence)
         self._release_audit_base(change.target)
 
     def _discard_held(self, change: HeldChange) -> None:

@@ -27,6 +27,8 @@ SCHEMA_FOLDER_SUFFIX = ".schema"
 DEFAULT_SCHEMA = "dbo"
 
 SEQUENCE_DIGITS = 20
+# Run ids name staged folders, so they are plain: Spark never sees user-chosen characters in a path.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9-]+")
 MAX_NAME_LENGTH = 128
 _FORBIDDEN_CHARACTERS = set('/\\:*?"<>|')
 
@@ -88,7 +90,7 @@ def table_identity(table_folder: str) -> Tuple[str, str]:
 def scratch_path(run_id: str) -> str:
     """Where one model run stages its files: ignored by the mirror. Only the run id is in the
     name, so Spark never sees user-chosen characters in a path."""
-    if not re.fullmatch(r"[A-Za-z0-9-]+", run_id):
+    if not RUN_ID_PATTERN.fullmatch(run_id):
         raise ValueError(f"run id {run_id!r} must be letters, digits and '-'")
     return f"{SCRATCH_FOLDER}/dbt-openmirror/{run_id}"
 

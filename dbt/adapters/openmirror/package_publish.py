@@ -15,7 +15,7 @@ a staged run was deleted), and only a `--full-refresh` of the model can bring th
 import json
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -24,9 +24,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.config import DEFAULT_LEASE_TTL_SECONDS
-from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
-from dbt.adapters.openmirror.landing_zone import SCHEMA_FOLDER_SUFFIX, SCRATCH_FOLDER, folder_name_problem
-from dbt.adapters.openmirror.lease import Heartbeat, LeaseManager
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError
+from dbt.adapters.openmirror.landing_zone import (
+    RUN_ID_PATTERN,
+    SCHEMA_FOLDER_SUFFIX,
+    SCRATCH_FOLDER,
+    folder_name_problem,
+    scratch_path,
+)
+from dbt.adapters.openmirror.lease import Fence, Heartbeat, LeaseManager
 from dbt.adapters.openmirror.publisher import Publisher, PublishRecord
 from dbt.adapters.openmirror.recovery import ROLL_FORWARD, decide
 from dbt.adapters.openmirror.run_plan import check_key_columns
@@ -34,9 +40,10 @@ from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 MANIFEST_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/manifest"
 STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
-FULL = "full"
+FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
 _STATE_RANK = {STAGING: 0, STAGED: 1, DISCARDED: 1, PUBLISHED: 2}
+_MARKERS = ("0", "1", "2", "4")
 
 #: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
 MANIFEST_SCHEMA = pa.schema([
@@ -68,10 +75,32 @@ class StagedRun:
 
     @classmethod
     def from_row(cls, row: Dict) -> "StagedRun":
-        values = dict(row)
-        values["key_columns"] = json.loads(values["key_columns"])
-        values["marker_counts"] = json.loads(values["marker_counts"])
-        return cls(**values)
+        """The run one manifest row records. The manifest is data anyone with access could edit,
+        so every field is checked: ValueError names the first that is not what package mode
+        writes. The staged folder must be the run's own (`scratch_path`), since it is renamed
+        from and deleted."""
+        run_id = _run_id(row, "run_id")
+        staged_folder = _field(row, "staged_folder", str, "a folder")
+        if staged_folder != scratch_path(run_id):
+            raise ValueError(
+                f"staged_folder {staged_folder!r} is not the staged folder of run {run_id} "
+                f"({scratch_path(run_id)})"
+            )
+        state = _field(row, "state", str, "a state")
+        if state not in _STATE_RANK:
+            raise ValueError(f"state {state!r} is not one of {', '.join(_STATE_RANK)}")
+        load = _field(row, "load", str, "a load")
+        if load not in (FULL, INCREMENTAL):
+            raise ValueError(f"load {load!r} is not '{FULL}' or '{INCREMENTAL}'")
+        return cls(
+            run_id=run_id, model=_field(row, "model", str, "a model name"),
+            table_folder=_table_folder(row), key_columns=_key_columns(row),
+            base_run_id=None if row.get("base_run_id") is None else _run_id(row, "base_run_id"),
+            load=load, reason=_field(row, "reason", (str, type(None)), "a text") or "",
+            staged_sequence=_whole(row, "staged_sequence", 1), staged_folder=staged_folder,
+            rows=_whole(row, "rows", 0), marker_counts=_marker_counts(row), state=state,
+            recorded_at=_field(row, "recorded_at", datetime, "a timestamp"),
+        )
 
     def to_row(self, state: str) -> Dict:
         row = {name: getattr(self, name) for name in MANIFEST_SCHEMA.names}
@@ -84,6 +113,10 @@ class StagedRun:
     def describe(self) -> str:
         load = "full load" if self.load == FULL else "changes"
         return f"run {self.run_id} of '{self.model}' ({load}, {self.rows} rows)"
+
+
+# What identifies a run: its rows may differ only in state and time.
+_RUN_FIELDS = [f.name for f in fields(StagedRun) if f.name not in ("state", "recorded_at")]
 
 
 @dataclass(frozen=True)
@@ -106,48 +139,146 @@ def _manifest_files(storage: LandingZoneStorage) -> List[str]:
     ]
 
 
-def read_manifest(storage: LandingZoneStorage) -> List[StagedRun]:
-    """Every run the manifest knows, in its latest state, in staging order per table folder."""
-    latest: Dict[str, StagedRun] = {}
+@dataclass(frozen=True)
+class Manifest:
+    #: Every run in its latest state, in staging order per table folder.
+    runs: List[StagedRun]
+    #: Files and rows that were skipped, and why.
+    problems: List[str]
+
+
+def load_manifest(storage: LandingZoneStorage) -> Manifest:
+    """The manifest's runs; rows that are not what package mode writes, and runs whose rows
+    disagree, are skipped and reported instead of stopping every table."""
+    rows_of: Dict[str, List[StagedRun]] = {}
+    problems: List[str] = []
     for path in _manifest_files(storage):
         with storage.open_read(path) as handle:
-            rows = pq.read_table(handle).to_pylist()
-        for row in rows:
-            run = StagedRun.from_row(row)
-            known = latest.get(run.run_id)
-            if known is None or _STATE_RANK[run.state] > _STATE_RANK[known.state]:
-                latest[run.run_id] = run
-    return sorted(latest.values(), key=lambda r: (r.table_folder, r.staged_sequence))
+            try:
+                rows = pq.read_table(handle).to_pylist()
+            except (pa.ArrowException, ValueError) as exc:
+                problems.append(f"{path}: not readable as a manifest file ({exc}); skipped")
+                continue
+        for number, row in enumerate(rows, start=1):
+            try:
+                run = StagedRun.from_row(row)
+            except ValueError as exc:
+                problems.append(f"{path} row {number}: {exc}; the row is skipped")
+                continue
+            rows_of.setdefault(run.run_id, []).append(run)
+    latest = []
+    for run_id, runs in rows_of.items():
+        problem = _disagreement(runs)
+        if problem:
+            problems.append(f"the manifest rows of run {run_id} {problem}; the run is skipped")
+        else:
+            latest.append(max(runs, key=lambda r: _STATE_RANK[r.state]))
+    return Manifest(sorted(latest, key=lambda r: (r.table_folder, r.staged_sequence)), problems)
+
+
+def _disagreement(runs: List[StagedRun]) -> Optional[str]:
+    """What the rows of one run contradict each other on (they differ only in state and time)."""
+    differing = [name for name in _RUN_FIELDS if any(getattr(r, name) != getattr(runs[0], name) for r in runs)]
+    if differing:
+        return f"disagree on {', '.join(differing)}"
+    if {STAGED, DISCARDED} <= {r.state for r in runs}:
+        return f"record it as both {STAGED} and {DISCARDED}"
+    return None
+
+
+def read_manifest(storage: LandingZoneStorage) -> List[StagedRun]:
+    """Every run the manifest knows, in its latest state, in staging order per table folder."""
+    return load_manifest(storage).runs
+
+
+def _published_name(run_id: str) -> str:
+    return f"published-{run_id}.parquet"
 
 
 def record_published(storage: LandingZoneStorage, run: StagedRun) -> None:
-    """Append the run's `published` row to the manifest table: uploaded under a hidden name,
-    then renamed create-only, so Spark never reads a partial file and a retry adds nothing."""
-    name = f"published-{run.run_id}.parquet"
+    """Append the run's `published` row to the manifest table: uploaded under a hidden name of
+    this writer's, then renamed create-only, so Spark never reads a partial file and a retry
+    (or another publisher) adds nothing."""
+    name = _published_name(run.run_id)
+    hidden = f"{MANIFEST_FOLDER}/_{name}.{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
         local_file = Path(local) / name
         pq.write_table(pa.Table.from_pylist([run.to_row(PUBLISHED)], schema=MANIFEST_SCHEMA), local_file)
-        storage.upload_file(local_file, f"{MANIFEST_FOLDER}/_{name}")
+        storage.upload_file(local_file, hidden)
     try:
-        storage.rename_create_only(f"{MANIFEST_FOLDER}/_{name}", f"{MANIFEST_FOLDER}/{name}")
+        storage.rename_create_only(hidden, f"{MANIFEST_FOLDER}/{name}")
     except TargetExistsError:
-        storage.delete_file(f"{MANIFEST_FOLDER}/_{name}")
+        storage.delete_file(hidden)
 
 
-def _check_table_folder(run: StagedRun) -> None:
-    """The manifest is data anyone with access could edit: its folder must be a table folder."""
-    parts = run.table_folder.split("/")
+def _message(exc: Exception) -> str:
+    return getattr(exc, "msg", None) or str(exc)
+
+
+def _field(row: Dict, name: str, kind, what: str):
+    value = row.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{name} {value!r} is not {what}")
+    return value
+
+
+def _run_id(row: Dict, name: str) -> str:
+    value = _field(row, name, str, "a run id")
+    if not RUN_ID_PATTERN.fullmatch(value):
+        raise ValueError(f"{name} {value!r} is not a run id (letters, digits and '-')")
+    return value
+
+
+def _whole(row: Dict, name: str, least: int) -> int:
+    value = _field(row, name, int, f"a whole number of at least {least}")
+    if value < least:
+        raise ValueError(f"{name} {value!r} is not a whole number of at least {least}")
+    return value
+
+
+def _json(row: Dict, name: str):
+    text = _field(row, name, str, "JSON text")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not valid JSON") from None
+
+
+def _key_columns(row: Dict) -> List[str]:
+    keys = _json(row, "key_columns")
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise ValueError(f"key_columns {row['key_columns']!r} is not a list of column names")
+    return keys
+
+
+def _marker_counts(row: Dict) -> Dict[str, int]:
+    counts = _json(row, "marker_counts")
+    if not isinstance(counts, dict) or not all(
+        marker in _MARKERS and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+        for marker, n in counts.items()
+    ):
+        raise ValueError(
+            f"marker_counts {row['marker_counts']!r} is not a count of rows per marker "
+            f"({', '.join(_MARKERS)})"
+        )
+    return counts
+
+
+def _table_folder(row: Dict) -> str:
+    """A table folder (`<table>` or `<schema>.schema/<table>`) with valid folder names."""
+    folder = _field(row, "table_folder", str, "a table folder")
+    parts = folder.split("/")
     if len(parts) == 2 and parts[0].endswith(SCHEMA_FOLDER_SUFFIX):
         parts[0] = parts[0][: -len(SCHEMA_FOLDER_SUFFIX)]
     elif len(parts) != 1:
         parts = []
     problems = [f"'{part}': {folder_name_problem(part)}" for part in parts if folder_name_problem(part)]
     if not parts or problems:
-        raise PublishError(
-            f"{run.describe()} names the table folder {run.table_folder!r}, which is not a "
-            f"landing-zone table folder ({'; '.join(problems) or 'expected <schema>.schema/<table>'}). "
-            "Nothing of it was published."
+        raise ValueError(
+            f"table_folder {folder!r} is not a landing-zone table folder "
+            f"({'; '.join(problems) or 'expected <schema>.schema/<table>'})"
         )
+    return folder
 
 
 class PackagePublisher:
@@ -163,28 +294,35 @@ class PackagePublisher:
         self.log = log
 
     def publish(self) -> List[PublishedRun]:
-        """Publish every staged run; a table whose runs cannot be published stops only itself,
-        and the first such error is raised once the other tables are done."""
-        runs = read_manifest(self.storage)
+        """Publish every staged run. A table whose runs cannot be published (also for a storage
+        error) stops only itself, a manifest row that is not valid only itself; the first
+        problem is raised once everything else is done."""
+        manifest = load_manifest(self.storage)
+        problems = [f"manifest: {problem}" for problem in manifest.problems]
+        for problem in problems:
+            self.log(problem)
+        runs = manifest.runs
         published: List[PublishedRun] = []
-        failures: List[PublishError] = []
         for table_folder in dict.fromkeys(r.table_folder for r in runs if r.state == STAGED):
             waiting = [r for r in runs if r.table_folder == table_folder and r.state == STAGED]
             try:
                 published += self._publish_table(table_folder, waiting)
-            except PublishError as exc:
-                self.log(f"{table_folder}: {exc.msg}")
-                failures.append(exc)
+            except (OpenMirrorError, OSError) as exc:
+                problems.append(f"{table_folder}: {_message(exc)}")
+                self.log(problems[-1])
         for run in runs:
-            if run.state == DISCARDED and self.storage.list_names(run.staged_folder):
-                self.publisher.discard(run.staged_folder)
-        if failures:
-            raise failures[0]
+            try:
+                if run.state == DISCARDED and self.storage.list_names(run.staged_folder):
+                    self.publisher.discard(run.staged_folder)
+            except (OpenMirrorError, OSError) as exc:
+                problems.append(f"{run.describe()}: its staged files could not be removed: {_message(exc)}")
+                self.log(problems[-1])
+        if problems:
+            more = f" (and {len(problems) - 1} more problems, reported above)" if len(problems) > 1 else ""
+            raise PublishError(problems[0] + more)
         return published
 
     def _publish_table(self, table_folder: str, runs: List[StagedRun]) -> List[PublishedRun]:
-        for run in runs:
-            _check_table_folder(run)
         holder = f"publish-{uuid.uuid4().hex[:12]}"
         lease = self.leases.acquire(
             table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds
@@ -193,21 +331,28 @@ class PackagePublisher:
             self.leases, lease, self.lease_ttl_seconds,
             lambda exc: self.log(f"{table_folder}: could not renew the lease: {exc}"),
         )
+        fence = self.leases.fence(lease)
         try:
-            self._finish_interrupted(table_folder, runs)
+            # Another publisher may have published some of them since the manifest was read.
+            done = set(self.storage.list_names(MANIFEST_FOLDER))
+            runs = [r for r in runs if _published_name(r.run_id) not in done]
+            self._finish_interrupted(table_folder, runs, fence)
             published = []
             for run in runs:
-                names = self._publish_run(run, lease)
+                names = self._publish_run(run, fence)
                 record_published(self.storage, run)
                 if names is not None:
                     published.append(PublishedRun(run, names))
                     self.log(published[-1].describe())
             return published
+        except (OpenMirrorError, OSError):
+            fence.check()  # a publisher that lost its lease says so, whatever failed
+            raise
         finally:
             heartbeat.stop()
             self.leases.release(lease)
 
-    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun]) -> None:
+    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun], fence: Fence) -> None:
         """A publish journaled but not committed (the command stopped): the staged run is
         durable, so finish it when its files are all still there; otherwise forget it."""
         pending = self.publisher.table_state(table_folder).pending
@@ -221,13 +366,14 @@ class PackagePublisher:
         )
         self.log(f"{table_folder}: recovering: {recovery.message}")
         if recovery.action == ROLL_FORWARD:
-            self.publisher.complete(pending)
-            self.publisher.commit(pending)
+            self.publisher.complete(pending, fence)
+            self.publisher.commit(pending, fence)
         else:
-            self.publisher.abandon(pending)
+            self.publisher.abandon(pending, fence)
 
-    def _publish_run(self, run: StagedRun, lease) -> Optional[List[str]]:
+    def _publish_run(self, run: StagedRun, fence: Fence) -> Optional[List[str]]:
         """The run's files into the next numbers; None when an earlier attempt published it."""
+        fence.check()  # what this publisher read of the manifest may be stale otherwise
         folder = run.table_folder
         record: Optional[PublishRecord] = self.publisher.read_record(folder)
         if record is not None and record.run_id == run.run_id:
@@ -251,12 +397,11 @@ class PackagePublisher:
             folder, run.key_columns, run.staged_folder, state, run.rows, run.model, run.run_id,
             full_load=run.load == FULL, rebuild=run.load == FULL and state.exists,
         )
-        self.leases.check_held(lease)
         if pending.files:
-            self.publisher.begin(pending)
-            self.publisher.complete(pending)
+            self.publisher.begin(pending, fence)
+            self.publisher.complete(pending, fence)
         # Also without files: the record then names this run, so the chain goes on from it.
-        self.publisher.commit(pending)
+        self.publisher.commit(pending, fence)
         return pending.names
 
 

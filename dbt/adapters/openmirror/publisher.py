@@ -6,18 +6,24 @@ run's plan (which staged file becomes which number) as `pending`, `complete` wri
 advances `lastSequenceNumber`. Every step can be repeated after a crash, so a later run finishes
 (or discards) what an interrupted one started; see `recovery.py`. Only file names, footers and
 small JSON files pass through this process.
+
+Every write shows the writer's lease (`lease.Fence`): the lease is checked before each rename and
+journal write, and the journal is replaced only as the writer read it (a conditional write) and
+only by a lease generation at least as new as the one that wrote it last. So a run that stalled
+past its lease and woke up after another run took over can neither roll the journal back nor
+overwrite what the other run wrote; it fails saying it lost its lease.
 """
 
 import json
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.markers import ROW_MARKER
-from dbt.adapters.openmirror.errors import PublishError, TargetExistsError
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError, WriteConflictError
 from dbt.adapters.openmirror.landing_zone import (
     METADATA_FILE,
     PARTNER_EVENTS_FILE,
@@ -27,10 +33,15 @@ from dbt.adapters.openmirror.landing_zone import (
     highest_sequence_number,
     key_columns_from_metadata,
     metadata_json,
+    parse_sequence_number,
     partner_events_json,
+    scratch_path,
 )
 from dbt.adapters.openmirror.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+if TYPE_CHECKING:
+    from dbt.adapters.openmirror.lease import Fence
 
 
 @dataclass(frozen=True)
@@ -73,13 +84,27 @@ class PendingPublish:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], record: "PublishRecord", table_folder: str) -> "PendingPublish":
-        return cls(
+        pending = cls(
             run_id=str(data["runId"]), model=record.model, table_folder=table_folder,
             key_columns=list(record.key_columns), base_sequence_number=int(data["baseSequenceNumber"]),
             rebuild=bool(data["rebuild"]), staged_folder=str(data["stagedFolder"]),
             files=[(str(f["staged"]), str(f["name"])) for f in data["files"]], rows=int(data["rows"]),
             owner=data.get("owner"),
         )
+        pending._check_paths()
+        return pending
+
+    def _check_paths(self) -> None:
+        """The journal is data: its paths are deleted and renamed only when they are this run's
+        staged files and data file names (ValueError otherwise)."""
+        if self.staged_folder != scratch_path(self.run_id):
+            raise ValueError(f"stagedFolder {self.staged_folder!r} is not the staged folder of run {self.run_id}")
+        for staged, name in self.files:
+            folder, _, staged_name = staged.rpartition("/")
+            if folder != self.staged_folder or not staged_name or staged_name in (".", ".."):
+                raise ValueError(f"staged file {staged!r} is not in {self.staged_folder}")
+            if parse_sequence_number(name) is None:
+                raise ValueError(f"{name!r} is not a data file name")
 
 
 @dataclass(frozen=True)
@@ -93,6 +118,8 @@ class PublishRecord:
     files: List[str] = field(default_factory=list)
     published_at: Optional[str] = None
     pending: Optional[Dict[str, Any]] = None
+    #: The lease generation of the run that wrote the journal: older ones may not write it.
+    lease_generation: int = 0
     #: A full load was published and the mirroring service has not been seen to list the table
     #: since: incremental files wait for it (the restart protocol, mirroring_service.py).
     wait_for_listing: bool = False
@@ -104,7 +131,7 @@ class PublishRecord:
         document = {
             "lastSequenceNumber": self.last_sequence_number, "lastRunId": self.run_id,
             "lastFiles": self.files, "keyColumns": self.key_columns, "model": self.model,
-            "owner": self.owner, "publishedAt": self.published_at,
+            "owner": self.owner, "publishedAt": self.published_at, "leaseGeneration": self.lease_generation,
             "waitForListing": self.wait_for_listing,
         }
         if self.pending is not None:
@@ -119,6 +146,7 @@ class PublishRecord:
             key_columns=list(data.get("keyColumns") or []), model=str(data.get("model", "")),
             run_id=data.get("lastRunId"), files=list(data.get("lastFiles") or []),
             published_at=data.get("publishedAt"), pending=data.get("pending"),
+            lease_generation=int(data.get("leaseGeneration", 0)),
             wait_for_listing=bool(data.get("waitForListing", False)), owner=data.get("owner"),
         )
 
@@ -152,6 +180,16 @@ class PublishedFiles:
     last_sequence_number: int
 
 
+def recorded_lease_generation(storage: LandingZoneStorage, table_folder: str) -> int:
+    """The lease generation the table's journal was last written under (0 without one): a new
+    lease is numbered above it even when the lease files were removed."""
+    try:
+        record = Publisher(storage).read_record(table_folder)
+    except PublishError:
+        return 0  # a damaged journal stops the publish later, with its own message
+    return record.lease_generation if record is not None else 0
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -165,15 +203,19 @@ class Publisher:
 
     def read_record(self, table_folder: str) -> Optional[PublishRecord]:
         text = self.storage.read_text(f"{table_folder}/{PUBLISH_RECORD_FILE}")
-        if text is None:
-            return None
+        return None if text is None else self._parse_record(text, table_folder)
+
+    def _parse_record(self, text: str, table_folder: str) -> PublishRecord:
         try:
-            return PublishRecord.from_json(text)
+            record = PublishRecord.from_json(text)
+            if record.pending:
+                PendingPublish.from_dict(record.pending, record, table_folder)
         except (ValueError, KeyError, TypeError) as exc:
             raise PublishError(
                 f"{self.storage.location}/{table_folder}/{PUBLISH_RECORD_FILE} is damaged ({exc}); "
                 "run with --full-refresh to rebuild the table"
             ) from exc
+        return record
 
     def published_names(self, table_folder: str) -> Set[str]:
         """Names in the table folder and in the folders the service moves processed files to."""
@@ -281,12 +323,16 @@ class Publisher:
 
     # -- publishing: begin, complete, commit ------------------------------------------------------
 
-    def begin(self, pending: PendingPublish, service_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS) -> None:
-        """Journal the publish. A full load first waits until the mirroring service no longer
-        lists the table (for a rebuild, after deleting the folder); the first incremental file
-        after a full load waits until the service lists the table again (mirroring_service.py)."""
+    def begin(
+        self, pending: PendingPublish, fence: "Fence", service_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS
+    ) -> None:
+        """Journal the publish (also one without files, so that recovery can finish it). A full
+        load first waits until the mirroring service no longer lists the table (for a rebuild,
+        after deleting the folder); the first incremental file after a full load waits until the
+        service lists the table again (mirroring_service.py)."""
         folder = pending.table_folder
         if pending.rebuild:
+            fence.check()
             self.storage.delete_folder(folder)
         if pending.files and pending.full_load:
             self.service.wait_until_dropped(folder, service_wait_seconds, pending.model)
@@ -294,6 +340,8 @@ class Publisher:
             record = self.read_record(folder)
             if record is not None and record.wait_for_listing:
                 self.service.wait_until_listed(folder, service_wait_seconds, pending.model)
+        journal = self._read_journal(folder)
+        self._check_generation(journal[0], fence)
         state = self.table_state(folder)
         if state.pending is not None or state.last_sequence_number != pending.base_sequence_number:
             raise PublishError(
@@ -301,19 +349,26 @@ class Publisher:
                 f"{state.last_sequence_number}, expected {pending.base_sequence_number}); "
                 "was it published by another run? Nothing was published."
             )
-        previous = self.read_record(folder)
-        committed = previous or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
+        committed = journal[0] or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
         journaled = replace(
             committed, last_sequence_number=pending.base_sequence_number,
             key_columns=list(pending.key_columns), model=pending.model, pending=pending.to_dict(),
             owner=pending.owner or committed.owner,
         )
-        self.storage.write_text(f"{folder}/{PUBLISH_RECORD_FILE}", journaled.to_json(), create_only=False)
+        self._write_journal(pending, journaled, fence, journal)
 
-    def complete(self, pending: PendingPublish) -> None:
-        """Metadata, then every file not yet in place. Safe to repeat after a crash."""
+    def complete(self, pending: PendingPublish, fence: "Fence") -> None:
+        """Metadata, then every file not yet in place, each after checking the lease. Safe to
+        repeat after a crash. Whatever fails, a writer that lost its lease says so."""
         if not pending.files:
             return
+        try:
+            self._complete(pending, fence)
+        except (OSError, OpenMirrorError):
+            fence.check()
+            raise
+
+    def _complete(self, pending: PendingPublish, fence: "Fence") -> None:
         folder = pending.table_folder
         self._identify_publisher()
         if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
@@ -325,11 +380,12 @@ class Publisher:
         staged_names = set(self.storage.list_names(pending.staged_folder))
         for staged_path, name in pending.files:
             staged_name = staged_path.rsplit("/", 1)[-1]
+            fence.check()
             if name not in present:
                 self.storage.rename_create_only(staged_path, f"{folder}/{name}")
             elif staged_name in staged_names:
-                # Stopped between linking the final name and unlinking the staged one.
-                self._check_same_size(staged_path, f"{folder}/{name}", pending.model)
+                # Stopped between linking the final name and unlinking the staged one?
+                self._check_ours(staged_path, folder, name, pending.model)
                 self.storage.delete_file(staged_path)
 
     def _identify_publisher(self) -> None:
@@ -341,44 +397,102 @@ class Publisher:
         except TargetExistsError:
             pass  # another run wrote it first; the content is the same kind of statement
 
-    def _check_same_size(self, staged_path: str, final_path: str, model: str) -> None:
-        if final_path.rsplit("/", 1)[-1] not in self.storage.list_names(final_path.rsplit("/", 1)[0]):
-            return  # already moved on by the service
-        if self.storage.size(staged_path) != self.storage.size(final_path):
-            raise PublishError(
-                f"Model '{model}': {final_path} exists but differs from the staged {staged_path}; "
-                "another writer used this number. Run with --full-refresh to rebuild the table."
-            )
+    def _check_ours(self, staged_path: str, folder: str, name: str, model: str) -> None:
+        """A final name present while our staged file is still there is ours only when both are
+        one file (a create-only rename stopped between link and unlink, found in the table folder
+        or where the service moved it); anything else is another writer's file."""
+        for where in (folder, *(f"{folder}/{processed}" for processed in PROCESSED_FOLDERS)):
+            if self.storage.is_same_file(staged_path, f"{where}/{name}"):
+                return
+        raise PublishError(
+            f"Model '{model}': {folder}/{name} exists but is not the staged {staged_path}; "
+            "another writer used this number. Run with --full-refresh to rebuild the table."
+        )
 
-    def commit(self, pending: PendingPublish) -> None:
+    def commit(self, pending: PendingPublish, fence: "Fence") -> None:
         """The publish is done: the record names its run and last number. A run without changes
         is committed too, so the record always names the run the snapshot matches."""
-        previous = self.read_record(pending.table_folder)
+        journal = self._read_journal(pending.table_folder)
+        self._expect_journaled(pending, journal[0], fence)
+        previous = journal[0]
         waiting = pending.full_load if pending.files else bool(previous and previous.wait_for_listing)
         record = PublishRecord(
             pending.last_sequence_number, list(pending.key_columns), pending.model,
             pending.run_id, pending.names, _now(), wait_for_listing=waiting,
             owner=pending.owner or (previous.owner if previous else None),
         )
-        self.storage.write_text(
-            f"{pending.table_folder}/{PUBLISH_RECORD_FILE}", record.to_json(), create_only=False
-        )
+        self._write_journal(pending, record, fence, journal)
         self.storage.delete_folder(pending.staged_folder)
 
-    def abandon(self, pending: PendingPublish) -> None:
+    def abandon(self, pending: PendingPublish, fence: "Fence") -> None:
         """Forget a publish that cannot be finished. The record keeps its committed number, or
         the highest number the abandoned run did rename into place: those files are ours."""
-        record = self.read_record(pending.table_folder)
+        journal = self._read_journal(pending.table_folder)
+        record = journal[0]
         if record is not None:
+            self._expect_journaled(pending, record, fence)
             published = highest_sequence_number(
                 sorted(set(pending.names) & self.published_names(pending.table_folder))
             )
             last = max(record.last_sequence_number, published)
-            self.storage.write_text(
-                f"{pending.table_folder}/{PUBLISH_RECORD_FILE}",
-                replace(record, last_sequence_number=last, pending=None).to_json(), create_only=False,
-            )
+            self._write_journal(pending, replace(record, last_sequence_number=last, pending=None), fence, journal)
         self.storage.delete_folder(pending.staged_folder)
+
+    # -- the journal: replaced only as read, and never by an older lease --------------------------
+
+    def _read_journal(self, table_folder: str) -> Tuple[Optional[PublishRecord], Optional[str]]:
+        """The record and its version (None, None when there is none)."""
+        found = self.storage.read_versioned(f"{table_folder}/{PUBLISH_RECORD_FILE}")
+        if found is None:
+            return None, None
+        return self._parse_record(found.text, table_folder), found.version
+
+    @staticmethod
+    def _check_generation(record: Optional[PublishRecord], fence: "Fence") -> None:
+        if record is not None and record.lease_generation > fence.generation:
+            raise fence.lost(
+                f"the table's journal was written under a newer lease, generation "
+                f"{record.lease_generation}; this run's is {fence.generation}"
+            )
+
+    def _expect_journaled(self, pending: PendingPublish, record: Optional[PublishRecord], fence: "Fence") -> None:
+        """The journal still names this publish: as pending, or, for a publish without files
+        (which is never journaled), as the committed state it was prepared from."""
+        self._check_generation(record, fence)
+        if record is not None and (
+            (record.pending or {}).get("runId") == pending.run_id
+            or (not pending.files and record.pending is None
+                and record.last_sequence_number == pending.base_sequence_number)
+        ):
+            return
+        named = f"run {record.pending.get('runId')}" if record and record.pending else "no publish in flight"
+        raise PublishError(
+            f"Model '{pending.model}': the journal of {pending.table_folder} names {named}, not the "
+            f"publish of run {pending.run_id}; nothing was written. Run again: the next run "
+            "finishes or discards what is journaled."
+        )
+
+    def _write_journal(
+        self, pending: PendingPublish, record: PublishRecord, fence: "Fence",
+        journal: Tuple[Optional[PublishRecord], Optional[str]],
+    ) -> None:
+        """Replace the journal `journal` was read as, under this writer's lease generation, only
+        if it is still that version and no newer lease wrote it: a writer that lost its lease can
+        neither roll it back nor overwrite what the run that took over wrote."""
+        folder = pending.table_folder
+        self._check_generation(journal[0], fence)
+        fence.check()
+        text = replace(record, lease_generation=fence.generation).to_json()
+        try:
+            self.storage.write_text_if(f"{folder}/{PUBLISH_RECORD_FILE}", text, journal[1])
+        except WriteConflictError:
+            self._check_generation(self._read_journal(folder)[0], fence)
+            fence.check()
+            raise PublishError(
+                f"Model '{pending.model}': {self.storage.location}/{folder}/{PUBLISH_RECORD_FILE} "
+                f"changed while run {pending.run_id} was writing it; nothing was overwritten. Run "
+                "again: the next run finishes or discards what is journaled."
+            ) from None
 
     def discard(self, staged_folder: str) -> None:
         self.storage.delete_folder(staged_folder)

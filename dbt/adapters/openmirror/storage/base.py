@@ -2,8 +2,34 @@
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
-from typing import BinaryIO, List, Optional
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, List, NamedTuple, Optional
+
+from dbt.adapters.openmirror.errors import UnsafePathError
+from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER
+
+
+def deletable(path: str, location: str) -> PurePosixPath:
+    """`path` when it lies strictly inside the landing zone and is not `_scratchPad` itself;
+    otherwise UnsafePathError. Every backend's deletes go through this."""
+    relative = PurePosixPath(path)
+    parts = relative.parts
+    if (
+        relative.is_absolute() or not parts or ".." in parts or "\\" in path
+        or (len(parts) == 1 and parts[0].lower() == SCRATCH_FOLDER.lower())
+    ):
+        raise UnsafePathError(
+            f"refusing to delete {path!r} in the landing zone {location}: only folders and files "
+            f"inside it (and not {SCRATCH_FOLDER} itself) are ever deleted"
+        )
+    return relative
+
+
+class Versioned(NamedTuple):
+    """A small file's text and its version: a token that changes with every write."""
+
+    text: str
+    version: str
 
 
 @dataclass(frozen=True)
@@ -65,12 +91,27 @@ class LandingZoneStorage(ABC):
         """
 
     @abstractmethod
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        """A small file's text and version, or None when it does not exist."""
+
+    @abstractmethod
+    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+        """Replace a small file only if it is still at version `expected` (None: only if there is
+        none), atomically with respect to other conditional writes; return the new version.
+        Otherwise raise WriteConflictError and change nothing."""
+
+    @abstractmethod
     def upload_file(self, local_path: Path, path: str) -> None:
         """Copy a local file (of any size, streamed) to `path`, replacing what is there."""
 
     @abstractmethod
     def rename_create_only(self, source: str, target: str) -> None:
         """Move a complete file into place; raise TargetExistsError if `target` exists."""
+
+    @abstractmethod
+    def is_same_file(self, first: str, second: str) -> bool:
+        """Whether two paths name one file: what a create-only rename stopped between linking
+        the target and unlinking the source leaves. Never where renames are atomic moves."""
 
     @abstractmethod
     def open_read(self, path: str) -> BinaryIO:
@@ -86,11 +127,13 @@ class LandingZoneStorage(ABC):
 
     @abstractmethod
     def delete_file(self, path: str) -> None:
-        """Delete one file; nothing happens when it does not exist."""
+        """Delete one file; nothing happens when it does not exist. Paths that are not
+        `deletable` are refused."""
 
     @abstractmethod
     def delete_folder(self, folder: str) -> None:
-        """Delete a folder and everything in it; nothing happens when it does not exist."""
+        """Delete a folder and everything in it; nothing happens when it does not exist. Paths
+        that are not `deletable` are refused."""
 
     def check_writable(self, probe_folder: str) -> None:
         """Write, read back and delete a probe file; raise with the reason if that fails."""

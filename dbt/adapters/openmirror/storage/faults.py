@@ -3,7 +3,9 @@
 Off unless `DBT_OPENMIRROR_FAIL_AT` is set (tests only):
 - `DBT_OPENMIRROR_FAIL_AT=N`: the N-th changing operation (1-based) does not happen. With
   `DBT_OPENMIRROR_FAIL_MODE=raise` (default) it raises `InjectedFault` and every later operation of
-  the process fails too, as after a crash; with `kill` the process kills itself with SIGKILL.
+  the process fails too, as after a crash; with `kill` the process kills itself with SIGKILL; with
+  `stop` it stops itself with SIGSTOP (a stalled writer: all its threads, heartbeat included) and,
+  once continued (SIGCONT), does the operation and goes on.
 - `DBT_OPENMIRROR_FAULT_LOG=FILE`: every changing operation is appended to FILE as it starts
   (also with FAIL_AT=0, which fails nothing), so a test knows how many crash points a run has.
 Reads are not counted: failing one changes nothing in the landing zone.
@@ -14,7 +16,7 @@ import signal
 from pathlib import Path
 from typing import BinaryIO, List, Optional
 
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned
 
 FAIL_AT = "DBT_OPENMIRROR_FAIL_AT"
 FAIL_MODE = "DBT_OPENMIRROR_FAIL_MODE"
@@ -27,8 +29,8 @@ class InjectedFault(RuntimeError):
 
 class FaultInjector:
     def __init__(self, fail_at: int, mode: str = "raise", log_path: Optional[str] = None) -> None:
-        if mode not in ("raise", "kill"):
-            raise ValueError(f"{FAIL_MODE} must be 'raise' or 'kill', got {mode!r}")
+        if mode not in ("raise", "kill", "stop"):
+            raise ValueError(f"{FAIL_MODE} must be 'raise', 'kill' or 'stop', got {mode!r}")
         self.fail_at = fail_at
         self.mode = mode
         self.log_path = log_path
@@ -51,6 +53,9 @@ class FaultInjector:
             with open(self.log_path, "a", encoding="utf-8") as log:
                 log.write(f"{self.count}\t{operation}\n")
         if self.count == self.fail_at:
+            if self.mode == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)
+                return
             if self.mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             self.crashed = True
@@ -92,6 +97,13 @@ class FaultInjectingStorage(LandingZoneStorage):
         self.injector.checkpoint(f"write {path}")
         self.inner.write_text(path, text, create_only)
 
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        return self.inner.read_versioned(path)
+
+    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+        self.injector.checkpoint(f"write {path}")
+        return self.inner.write_text_if(path, text, expected)
+
     def upload_file(self, local_path: Path, path: str) -> None:
         self.injector.checkpoint(f"upload {path}")
         self.inner.upload_file(local_path, path)
@@ -99,6 +111,9 @@ class FaultInjectingStorage(LandingZoneStorage):
     def rename_create_only(self, source: str, target: str) -> None:
         self.injector.checkpoint(f"rename {source} -> {target}")
         self.inner.rename_create_only(source, target)
+
+    def is_same_file(self, first: str, second: str) -> bool:
+        return self.inner.is_same_file(first, second)
 
     def open_read(self, path: str) -> BinaryIO:
         return self.inner.open_read(path)

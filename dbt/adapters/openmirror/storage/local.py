@@ -1,13 +1,49 @@
 """A landing zone in a local (or mounted) folder."""
 
+import hashlib
 import os
 import shutil
 import uuid
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, List, Optional
+from typing import BinaryIO, Iterator, List, Optional
 
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, TargetExistsError
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable
+
+
+def _version(data: bytes) -> str:
+    # Content, not inode or time: an inode number is reused once freed, and every journal
+    # carries its writer's lease generation, so a later writer never writes an earlier text.
+    return hashlib.sha256(data).hexdigest()
+
+
+@contextmanager
+def _locked_content(target: Path) -> Iterator[Optional[bytes]]:
+    """The bytes of the file at `target` (None when there is none), read under an exclusive
+    `flock` held until the block ends; a file replaced while we waited for the lock is locked
+    again as it is now. Without flock (Windows) the read and the caller's replace are two steps."""
+    try:
+        import fcntl
+    except ImportError:
+        yield target.read_bytes() if target.exists() else None
+        return
+    while True:
+        try:
+            handle = open(target, "rb")
+        except FileNotFoundError:
+            yield None
+            return
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            locked = os.fstat(handle.fileno())
+            try:
+                current = os.stat(target)
+            except FileNotFoundError:
+                current = None
+            if current is not None and (current.st_dev, current.st_ino) == (locked.st_dev, locked.st_ino):
+                yield handle.read()
+                return
 
 
 class LocalStorage(LandingZoneStorage):
@@ -19,7 +55,8 @@ class LocalStorage(LandingZoneStorage):
 
     def _resolve(self, path: str) -> Path:
         relative = PurePosixPath(path)
-        if relative.is_absolute() or ".." in relative.parts:
+        # A backslash would be a separator on Windows, where joining it could climb out.
+        if relative.is_absolute() or ".." in relative.parts or "\\" in path:
             raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.root}")
         return self.root.joinpath(*relative.parts)
 
@@ -100,6 +137,27 @@ class LocalStorage(LandingZoneStorage):
         finally:
             temporary.unlink(missing_ok=True)
 
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        try:
+            data = self._resolve(path).read_bytes()
+        except FileNotFoundError:
+            return None
+        return Versioned(data.decode("utf-8"), _version(data))
+
+    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+        if expected is None:
+            try:
+                self.write_text(path, text, create_only=True)
+            except TargetExistsError:
+                raise WriteConflictError(f"{path} was written by someone else meanwhile") from None
+        else:
+            # Readers need no lock: the replace is atomic. Conditional writers queue on the lock.
+            with _locked_content(self._resolve(path)) as current:
+                if current is None or _version(current) != expected:
+                    raise WriteConflictError(f"{path} was changed by someone else since it was read")
+                self.write_text(path, text, create_only=False)
+        return _version(text.encode("utf-8"))
+
     def upload_file(self, local_path: Path, path: str) -> None:
         target = self._resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +177,12 @@ class LocalStorage(LandingZoneStorage):
             raise TargetExistsError(f"{shown_as} already exists in the landing zone") from None
         source.unlink()
 
+    def is_same_file(self, first: str, second: str) -> bool:
+        try:
+            return os.path.samefile(self._resolve(first), self._resolve(second))
+        except FileNotFoundError:
+            return False
+
     def open_read(self, path: str) -> BinaryIO:
         return open(self._resolve(path), "rb")
 
@@ -129,9 +193,9 @@ class LocalStorage(LandingZoneStorage):
         return self._resolve(path).stat().st_mtime
 
     def delete_file(self, path: str) -> None:
-        self._resolve(path).unlink(missing_ok=True)
+        self._resolve(deletable(path, self.location).as_posix()).unlink(missing_ok=True)
 
     def delete_folder(self, folder: str) -> None:
-        resolved = self._resolve(folder)
+        resolved = self._resolve(deletable(folder, self.location).as_posix())
         if resolved.exists():
             shutil.rmtree(resolved)

@@ -13,7 +13,7 @@ import io
 import time
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Callable, List, Optional, TypeVar
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, TypeVar
 from urllib.parse import quote
 
 from azure.core.exceptions import (
@@ -32,9 +32,10 @@ from dbt.adapters.openmirror.errors import (
     LandingZoneServiceError,
     PublishError,
     TargetExistsError,
+    WriteConflictError,
 )
 from dbt.adapters.openmirror.storage.azure_auth import STORAGE_SCOPE, AzureAuth
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable
 from dbt.adapters.openmirror.storage.location import DfsLocation
 from dbt.adapters.openmirror.storage.retry import RetrySettings, TransientFaultRetry
 
@@ -46,6 +47,7 @@ UPLOAD_CONCURRENCY = 4
 #: How long a rebuild waits for the service to let go of a deleted table folder.
 FOLDER_DELETE_TIMEOUT_SECONDS = 300.0
 _READ_BUFFER_BYTES = 1024 * 1024
+_CREATE_ONLY = {"If-None-Match": "*"}
 # Status codes with which the service refuses a delete while it still works on the folder.
 _FOLDER_BUSY = (409, 423)
 
@@ -81,7 +83,8 @@ class OneLakeStorage(LandingZoneStorage):
 
     def _full(self, path: str) -> str:
         relative = PurePosixPath(path)
-        if relative.is_absolute() or ".." in relative.parts:
+        # Some Azure endpoints read a backslash as a separator.
+        if relative.is_absolute() or ".." in relative.parts or "\\" in path:
             raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.location}")
         inside = "" if relative == PurePosixPath(".") else relative.as_posix()
         return "/".join(p for p in (self.where.root, inside) if p)
@@ -195,7 +198,7 @@ class OneLakeStorage(LandingZoneStorage):
         shown = f"../Monitoring/{name}"
         self._call(f"writing {shown}", lambda: client.upload_data(data, length=len(data), overwrite=True))
         try:
-            self._move(temporary, f"{folder}/{name}", False, f"{shown} (temporary)", shown)
+            self._move(temporary, f"{folder}/{name}", {}, f"{shown} (temporary)", shown)
         except BaseException:
             with contextlib.suppress(ResourceNotFoundError):
                 self._call(f"deleting {shown} (temporary)", client.delete_file)
@@ -210,20 +213,30 @@ class OneLakeStorage(LandingZoneStorage):
             return None
         return data.decode("utf-8")
 
-    def size(self, path: str) -> int:
+    def read_versioned(self, path: str) -> Optional[Versioned]:
         client = self._filesystem.get_file_client(self._full(path))
         try:
-            return self._call(f"reading the size of {path}", lambda: client.get_file_properties().size)
+            download = self._call(f"reading {path}", client.download_file)
+            data = self._call(f"reading {path}", download.readall)
+        except ResourceNotFoundError:
+            return None
+        return Versioned(data.decode("utf-8"), download.properties.etag)
+
+    def _properties(self, path: str) -> Any:
+        client = self._filesystem.get_file_client(self._full(path))
+        try:
+            return self._call(f"reading the properties of {path}", client.get_file_properties)
         except ResourceNotFoundError:
             raise FileNotFoundError(f"{self.location}/{path}") from None
 
+    def size(self, path: str) -> int:
+        return self._properties(path).size
+
     def last_modified(self, path: str) -> float:
-        client = self._filesystem.get_file_client(self._full(path))
-        try:
-            properties = self._call(f"reading the time of {path}", client.get_file_properties)
-        except ResourceNotFoundError:
-            raise FileNotFoundError(f"{self.location}/{path}") from None
-        return properties.last_modified.timestamp()
+        return self._properties(path).last_modified.timestamp()
+
+    def is_same_file(self, first: str, second: str) -> bool:
+        return False  # a rename is one atomic move: it never leaves the file under both names
 
     def open_read(self, path: str) -> BinaryIO:
         client = self._filesystem.get_file_client(self._full(path))
@@ -239,6 +252,18 @@ class OneLakeStorage(LandingZoneStorage):
     # -- writing --------------------------------------------------------------------------------
 
     def write_text(self, path: str, text: str, create_only: bool) -> None:
+        self._write_small(path, text, _CREATE_ONLY if create_only else {})
+
+    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+        """The rename into place carries `If-Match: <ETag>` (or `If-None-Match: *`), so the
+        service itself refuses to replace a version someone else wrote."""
+        try:
+            etag = self._write_small(path, text, _CREATE_ONLY if expected is None else {"If-Match": expected})
+        except TargetExistsError:
+            raise WriteConflictError(f"{path} was changed by someone else since it was read") from None
+        return etag or self._properties(path).etag
+
+    def _write_small(self, path: str, text: str, conditions: Dict[str, str]) -> Optional[str]:
         target = PurePosixPath(path)
         # The temporary name starts with '_' so the mirror never picks it up.
         temporary = str(target.with_name(f"_{target.name}.{uuid.uuid4().hex}.tmp"))
@@ -246,7 +271,7 @@ class OneLakeStorage(LandingZoneStorage):
         data = text.encode("utf-8")
         self._call(f"writing {temporary}", lambda: client.upload_data(data, length=len(data), overwrite=True))
         try:
-            self._rename(temporary, path, create_only)
+            return self._rename(temporary, path, conditions)
         except BaseException:
             self.delete_file(temporary)
             raise
@@ -265,33 +290,43 @@ class OneLakeStorage(LandingZoneStorage):
         self._call(f"uploading {path}", upload)
 
     def rename_create_only(self, source: str, target: str) -> None:
-        self._rename(source, target, create_only=True)
+        self._rename(source, target, _CREATE_ONLY)
 
-    def _rename(self, source: str, target: str, create_only: bool) -> None:
-        self._move(self._full(source), self._full(target), create_only, source, target)
+    def _rename(self, source: str, target: str, conditions: Dict[str, str]) -> Optional[str]:
+        return self._move(self._full(source), self._full(target), conditions, source, target)
 
-    def _move(self, source_full: str, target_full: str, create_only: bool, source: str, target: str) -> None:
-        """Rename by full paths inside the filesystem; `source` and `target` are shown in messages."""
-        response = self._send_rename(source_full, target_full, create_only, source, target)
+    def _move(
+        self, source_full: str, target_full: str, conditions: Dict[str, str], source: str, target: str
+    ) -> Optional[str]:
+        """Rename by full paths inside the filesystem under the conditions on the target
+        (`source` and `target` are shown in messages); the target's new ETag when the answer
+        said it."""
+        response = self._send_rename(source_full, target_full, conditions, source, target)
         if response.status_code == 404 and _error_code(response) == "RenameDestinationParentPathNotFound":
             parent = str(PurePosixPath(target).parent)
             directory = self._filesystem.get_directory_client(str(PurePosixPath(target_full).parent))
             self._call(f"creating {parent}", directory.create_directory)
-            response = self._send_rename(source_full, target_full, create_only, source, target)
+            response = self._send_rename(source_full, target_full, conditions, source, target)
         if response.status_code in (200, 201):
-            return
+            return response.headers.get("ETag")
         code = _error_code(response)
+        # A retried rename whose first attempt went through but lost its answer finds its source
+        # gone and its target there (or no longer matching its condition). Staged and temporary
+        # names belong to one run (run id, random suffix), so nobody else moved the source.
         if response.status_code == 404 and code == "SourcePathNotFound" and self._exists_full(target_full, target):
-            # A retried rename whose first attempt went through but lost its answer. Staged and
-            # temporary names belong to one run (run id, random suffix), so nobody else moved it.
-            return
+            return None
         if response.status_code in (409, 412) and (code in ("PathAlreadyExists", "ConditionNotMet") or not code):
+            if not self._exists_full(source_full, source):
+                return None
             raise TargetExistsError(f"{target} already exists in the landing zone")
         if response.status_code == 404:
             raise FileNotFoundError(f"{self.location}/{source} ({code or 'not found'}): nothing to rename")
         self._call(f"renaming {source} to {target}", lambda: _raise_for(response))
+        return None
 
-    def _send_rename(self, source_full: str, target_full: str, create_only: bool, source: str, target: str) -> Any:
+    def _send_rename(
+        self, source_full: str, target_full: str, conditions: Dict[str, str], source: str, target: str
+    ) -> Any:
         """`PUT <target>` with `x-ms-rename-source`, through the SDK's whole pipeline (bearer
         token, retries, logging with the Authorization header redacted)."""
         client = self._filesystem.get_file_client(target_full)
@@ -299,16 +334,15 @@ class OneLakeStorage(LandingZoneStorage):
             "x-ms-rename-source": f"/{quote(self.where.filesystem)}/{quote(source_full)}",
             "x-ms-version": client.api_version,
             "Content-Length": "0",
+            **conditions,
         }
-        if create_only:
-            headers["If-None-Match"] = "*"
         request = HttpRequest("PUT", client.url, headers=headers)
         # The generated client's documented entry point for raw requests; the SDK has no public one.
         generated = client._client
         return self._call(f"renaming {source} to {target}", lambda: generated._send_request(request))
 
     def delete_file(self, path: str) -> None:
-        client = self._filesystem.get_file_client(self._full(path))
+        client = self._filesystem.get_file_client(self._full(deletable(path, self.location).as_posix()))
         try:
             self._call(f"deleting {path}", client.delete_file)
         except ResourceNotFoundError:
@@ -317,9 +351,7 @@ class OneLakeStorage(LandingZoneStorage):
     def delete_folder(self, folder: str) -> None:
         """Delete the folder and wait until it is gone; while the service still holds it (a
         conflict), try again with growing pauses, up to `folder_delete_timeout` seconds."""
-        if not folder.strip("/."):
-            raise LandingZoneConfigError("refusing to delete the landing zone root")
-        directory = self._filesystem.get_directory_client(self._full(folder))
+        directory = self._filesystem.get_directory_client(self._full(deletable(folder, self.location).as_posix()))
         deadline = time.monotonic() + self.folder_delete_timeout
         pause = self._retry.backoff_seconds
         while True:
