@@ -25,6 +25,7 @@ def stage_run(
     table_folder: str = FOLDER,
     parts: int = 1,
     recorded_folder: Optional[str] = None,
+    model: str = "orders",
 ) -> StagedRun:
     """A staged folder with `parts` change files sharing `rows` (id, amount, __rowMarker__) and
     the manifest rows of `states`, one file each as Spark's inserts write them. The rows record
@@ -39,7 +40,7 @@ def stage_run(
     for row in rows:
         counts[str(row["__rowMarker__"])] = counts.get(str(row["__rowMarker__"]), 0) + 1
     run = StagedRun(
-        run_id=run_id, model="orders", table_folder=table_folder, key_columns=["id"],
+        run_id=run_id, model=model, table_folder=table_folder, key_columns=["id"],
         base_run_id=base_run_id, load=load, reason="", staged_sequence=sequence,
         staged_folder=staged_folder if recorded_folder is None else recorded_folder, rows=len(rows),
         marker_counts=counts, state=states[-1], recorded_at=datetime.now(timezone.utc),

@@ -239,3 +239,42 @@ def test_a_storage_error_in_one_table_does_not_stop_the_others(tmp_path):
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
     assert failure.value.msg.startswith("other: ")
     assert (tmp_path / "other").read_text() == "in the way"
+
+
+def test_two_models_staging_into_one_table_folder_are_refused_naming_both(tmp_path):
+    """Each would rebuild the other's table at every run: the table is not published."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", model="orders")
+    stage_run(tmp_path, "run-b", 2, FIRST, load="full", model="orders_v2")
+    before = tree_digest(tmp_path)
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "'orders'" in failure.value.msg and "'orders_v2'" in failure.value.msg and FOLDER in failure.value.msg
+    assert tree_digest(tmp_path) == before
+
+
+def test_a_folder_another_model_publishes_is_refused(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", model="orders")
+    _publish(tmp_path)
+    stage_run(tmp_path, "run-b", 2, SECOND, base_run_id="run-a", model="orders_v2")
+    with pytest.raises(PublishError, match="'orders_v2'.*orders"):
+        _publish(tmp_path)
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
+def test_a_full_load_waits_until_the_service_no_longer_lists_the_table(tmp_path):
+    """The restart protocol in package mode: with the service still holding the table, the
+    full load stays staged; once the table is gone it is published."""
+    landing_zone = tmp_path / "Files" / "LandingZone"
+    landing_zone.mkdir(parents=True)
+    (tmp_path / "Files" / "Monitoring").mkdir()
+    tables = tmp_path / "Files" / "Monitoring" / "tables.json"
+    tables.write_text('{"tables": [{"sourceSchemaName": "sales", "sourceTableName": "orders", "status": "Replicating"}]}')
+    stage_run(landing_zone, "run-a", 1, FIRST, load="full")
+    publisher = PackagePublisher(LocalStorage(landing_zone), rebuild_wait_seconds=0, log=lambda line: None)
+    with pytest.raises(PublishError, match="still lists table sales.orders"):
+        publisher.publish()
+    assert not (landing_zone / FOLDER).exists()
+    assert [r.state for r in read_manifest(LocalStorage(landing_zone))] == ["staged"]
+    tables.write_text('{"tables": []}')
+    assert [p.names for p in publisher.publish()] == [["00000000000000000001.parquet"]]
+    assert record(landing_zone)["waitForListing"] is True

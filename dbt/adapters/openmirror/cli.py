@@ -17,6 +17,7 @@ from dbt.adapters.openmirror.lease import LeaseManager
 from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.local_mirror.status import STATUS_FILE, TableStatus
 from dbt.adapters.openmirror.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
+from dbt.adapters.openmirror.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
 from dbt.adapters.openmirror.monitoring import (
     REPLICATOR_FILE,
     TABLES_FILE,
@@ -58,7 +59,8 @@ def _pause(seconds: float) -> None:
 
 def _publish(args: argparse.Namespace) -> int:
     publisher = PackagePublisher(
-        _landing_zone(args), lease_wait_seconds=args.lease_wait_seconds, log=lambda line: print(line, flush=True)
+        _landing_zone(args), lease_wait_seconds=args.lease_wait_seconds,
+        rebuild_wait_seconds=args.rebuild_wait_seconds, log=lambda line: print(line, flush=True),
     )
     if not args.watch:
         published = publisher.publish()
@@ -207,7 +209,10 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
             f"set {WEBHOOK_SECRET_VARIABLE} to the webhook's secret token from dbt Cloud "
             "(it is not accepted on the command line)"
         )
-    publisher = PackagePublisher(_landing_zone(args), log=logging.getLogger("dbt-openmirror").info)
+    publisher = PackagePublisher(
+        _landing_zone(args), rebuild_wait_seconds=args.rebuild_wait_seconds,
+        log=logging.getLogger("dbt-openmirror").info,
+    )
     return WebhookReceiver(
         publisher.publish, secret.encode(), args.host, args.port,
         max_age_seconds=args.max_age_seconds, job_ids=args.job_id or (),
@@ -240,6 +245,14 @@ def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--client-id", help="OneLake: service principal or user-assigned managed identity")
 
 
+def _rebuild_wait_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--rebuild-wait-seconds", type=float, default=DEFAULT_REBUILD_WAIT_SECONDS,
+        help="how long a full load waits for the mirroring service to drop the old table (and an "
+             f"incremental run for it to list the table again); default {DEFAULT_REBUILD_WAIT_SECONDS}",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="dbt-openmirror", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
@@ -262,6 +275,7 @@ def parser() -> argparse.ArgumentParser:
         "--lease-wait-seconds", type=float, default=0.0,
         help="wait this long for a table another publisher holds (default: fail at once)",
     )
+    _rebuild_wait_argument(publish)
     publish.set_defaults(run=_publish)
     status = commands.add_parser(
         "status", help="per table: last number, files waiting, the mirror's status (Files/Monitoring)"
@@ -285,6 +299,7 @@ def parser() -> argparse.ArgumentParser:
         "--max-age-seconds", type=float, default=DEFAULT_MAX_AGE_SECONDS,
         help=f"refuse events whose timestamp is further from now (default {DEFAULT_MAX_AGE_SECONDS})",
     )
+    _rebuild_wait_argument(webhook)
     webhook.set_defaults(run=_webhook)
     return top
 

@@ -34,6 +34,7 @@ from dbt.adapters.openmirror.landing_zone import (
 )
 from dbt.adapters.openmirror.lease import Fence, Heartbeat, LeaseManager
 from dbt.adapters.openmirror.publisher import Publisher, PublishRecord
+from dbt.adapters.openmirror.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
 from dbt.adapters.openmirror.recovery import ROLL_FORWARD, decide
 from dbt.adapters.openmirror.run_plan import check_key_columns
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
@@ -284,13 +285,15 @@ def _table_folder(row: Dict) -> str:
 class PackagePublisher:
     def __init__(
         self, storage: LandingZoneStorage, lease_ttl_seconds: float = DEFAULT_LEASE_TTL_SECONDS,
-        lease_wait_seconds: float = 0, log: Callable[[str], None] = print,
+        lease_wait_seconds: float = 0, rebuild_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS,
+        log: Callable[[str], None] = print,
     ) -> None:
         self.storage = storage
-        self.publisher = Publisher(storage)
+        self.publisher = Publisher(storage, MirroringService(storage, log))
         self.leases = LeaseManager(storage)
         self.lease_ttl_seconds = lease_ttl_seconds
         self.lease_wait_seconds = lease_wait_seconds
+        self.rebuild_wait_seconds = rebuild_wait_seconds
         self.log = log
 
     def publish(self) -> List[PublishedRun]:
@@ -323,6 +326,14 @@ class PackagePublisher:
         return published
 
     def _publish_table(self, table_folder: str, runs: List[StagedRun]) -> List[PublishedRun]:
+        models = sorted({r.model for r in runs})
+        if len(models) > 1:
+            raise PublishError(
+                f"models {', '.join(repr(m) for m in models)} all staged runs for {table_folder}: "
+                "two models (or two targets) must not publish into one table folder, each would "
+                "rebuild the other's table. Nothing of it was published; give one of them another "
+                "mirror_table, mirror_schema or landing_zone."
+            )
         holder = f"publish-{uuid.uuid4().hex[:12]}"
         lease = self.leases.acquire(
             table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds
@@ -393,14 +404,22 @@ class PackagePublisher:
             if state.numbering_conflict:
                 raise PublishError(f"Model '{run.model}': {state.numbering_conflict}")
             check_key_columns(run.model, state.key_columns, run.key_columns)
+            if state.owner is not None and state.owner != run.model:
+                raise PublishError(
+                    f"Model '{run.model}' staged run {run.run_id} for {self.storage.location}/{folder}, "
+                    f"which {state.owner} publishes: two models (or two targets) must not publish into "
+                    "one table folder. Nothing more of this table was published; give one of them "
+                    f"another mirror_table, mirror_schema or landing_zone, or run `dbt run "
+                    f"--full-refresh -s {run.model}` to take the folder over."
+                )
         pending = self.publisher.prepare(
             folder, run.key_columns, run.staged_folder, state, run.rows, run.model, run.run_id,
-            full_load=run.load == FULL, rebuild=run.load == FULL and state.exists,
+            full_load=run.load == FULL, rebuild=run.load == FULL and state.exists, owner=run.model,
         )
-        if pending.files:
-            self.publisher.begin(pending, fence)
-            self.publisher.complete(pending, fence)
-        # Also without files: the record then names this run, so the chain goes on from it.
+        # The plugin's sequence, also without files: the record then names this run, so the
+        # chain goes on from it.
+        self.publisher.begin(pending, fence, self.rebuild_wait_seconds)
+        self.publisher.complete(pending, fence)
         self.publisher.commit(pending, fence)
         return pending.names
 
