@@ -1,7 +1,8 @@
 {#-
   Write-audit-publish (model config publish='after_tests'): the change a model staged is
   published at the end of the invocation, and only if the model's tests passed. A project that
-  uses it runs this as a hook:
+  uses it runs this as a hook (in package mode the macro is the package's:
+  `dbt_openmirror.openmirror_publish_audited(results)`):
     on-run-end: ["{{ openmirror_publish_audited(results) }}"]
   The plugin holds the changes and their leases in the adapter; package mode holds them in the
   manifest (macros/package/audit.sql).

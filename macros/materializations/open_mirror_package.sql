@@ -25,8 +25,14 @@
   {%- set new_hashes = make_intermediate_relation(target_relation, suffix=prefix ~ '_new_hashes') -%}
   {%- set previous_hashes = make_intermediate_relation(target_relation, suffix='__om_hashes') -%}
   {%- set changes_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_changes') -%}
-  {%- set run_id = invocation_id ~ '-' ~ local_md5(model.unique_id)[:8] -%}
+  {%- set run_id = om.openmirror_package_run_id(model.unique_id) -%}
   {%- set staged_folder = '_scratchPad/dbt-openmirror/' ~ run_id -%}
+  {%- set held = settings.publish == 'after_tests' -%}
+  {%- if held and not om.openmirror_audit_hook_configured(graph.nodes) -%}
+    {%- do om.openmirror_fail("publish='after_tests' holds the change until the model's tests passed, which "
+        ~ "is decided at the end of the invocation: add on-run-end: [\"{{ dbt_openmirror.openmirror_publish_audited(results) }}\"] "
+        ~ "to dbt_project.yml. Nothing was staged.") -%}
+  {%- endif -%}
   {%- if flags.EMPTY -%}
     {{ return(om.openmirror_package_empty_run(settings, target_relation, new_relation)) }}
   {%- endif -%}
@@ -50,6 +56,22 @@
     {%- set unfinished = om.openmirror_unfinished_runs(manifest, settings.table_folder) -%}
     {%- do om.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, 'staged') -%}
     {%- do om.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, 'discarded') -%}
+    {#- A run held for its tests whose invocation stopped before its end: never published. -#}
+    {%- for held_run in om.openmirror_held_runs(manifest, settings.table_folder) -%}
+      {%- do exceptions.warn("Model '" ~ model.name ~ "': run " ~ held_run ~ " held a change to " ~ settings.table_folder
+          ~ " for its tests and stopped before the end of its invocation; the change was not published and is "
+          ~ "discarded, and the snapshot is back where it was") -%}
+      {%- if snapshot.get('openmirror.held') == 'true' and snapshot_run == held_run -%}
+        {%- do om.openmirror_restore_audit_base(target_relation) -%}
+      {%- endif -%}
+      {%- do om.openmirror_settle_runs(manifest, [held_run], 'discarded', from_state='held') -%}
+    {%- endfor -%}
+    {%- set existing_relation = load_cached_relation(this) -%}
+    {%- set snapshot = {} -%}
+    {%- if existing_relation is not none -%}
+      {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
+    {%- endif -%}
+    {%- set snapshot_run = snapshot.get('openmirror.staged_run_id') -%}
   {%- endif -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ drop_relation_if_exists(load_cached_relation(backup_relation)) }}
@@ -163,25 +185,37 @@
   {%- if plan.kept -%}
     {%- call statement('keep_dropped_columns') -%}{{ om.openmirror_keep_columns_sql(new_relation, plan.kept) }}{%- endcall -%}
   {%- endif -%}
+  {%- set properties = {
+      'openmirror.staged_run_id': run_id, 'openmirror.landing_zone': settings.landing_zone,
+      'openmirror.table_folder': settings.table_folder, 'openmirror.key_columns': key_list,
+      'openmirror.published_columns': tojson((plan.columns + plan.kept) | map(attribute='published_name') | list)} -%}
+  {%- if held -%}
+    {#- Held for its tests: the hook finds its manifest here, and the published snapshot waits aside. -#}
+    {%- do properties.update({'openmirror.held': 'true', 'openmirror.manifest': manifest | string}) -%}
+  {%- endif -%}
   {%- call statement('record_snapshot') -%}
-    {{ om.openmirror_snapshot_record_sql(new_relation, {
-        'openmirror.staged_run_id': run_id, 'openmirror.landing_zone': settings.landing_zone,
-        'openmirror.table_folder': settings.table_folder, 'openmirror.key_columns': key_list,
-        'openmirror.published_columns': tojson((plan.columns + plan.kept) | map(attribute='published_name') | list)}) }}
+    {{ om.openmirror_snapshot_record_sql(new_relation, properties) }}
   {%- endcall -%}
+  {%- set aside = om.openmirror_audit_base(target_relation) if held else {'snapshot': backup_relation} -%}
   {%- if existing_relation is not none -%}
-    {{ adapter.rename_relation(existing_relation, backup_relation) }}
+    {%- do adapter.drop_relation(aside.snapshot) -%}
+    {{ adapter.rename_relation(existing_relation, aside.snapshot) }}
   {%- endif -%}
   {{ adapter.rename_relation(new_relation, target_relation) }}
-  {%- if existing_relation is not none -%}
+  {%- if existing_relation is not none and not held -%}
     {{ adapter.drop_relation(backup_relation) }}
+  {%- endif -%}
+  {%- if held and settings.key_hashes and load_cached_relation(previous_hashes) is not none -%}
+    {%- do adapter.drop_relation(aside.hashes) -%}
+    {%- do adapter.rename_relation(previous_hashes, aside.hashes) -%}
   {%- endif -%}
   {%- if settings.key_hashes -%}
     {%- do om.openmirror_replace_key_hashes(new_hashes, previous_hashes, changes_relation) -%}
   {%- endif -%}
-  {%- do om.openmirror_record_run(manifest, run, 'staged') -%}
-  {%- do store_raw_result(name='main', message='STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder,
-      code='STAGED', rows_affected=run.rows) -%}
+  {%- do om.openmirror_record_run(manifest, run, 'held' if held else 'staged') -%}
+  {%- set staged_message = 'STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder -%}
+  {%- do store_raw_result(name='main', message=('HELD ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder
+      ~ ', staged after its tests pass') if held else staged_message, code='HELD' if held else 'STAGED', rows_affected=run.rows) -%}
 
   {%- do om.openmirror_finish(target_relation, existing_relation) -%}
 

@@ -1,3 +1,102 @@
-{#- Package mode's write-audit-publish: see macros/hooks/publish_audited.sql. -#}
+{#-
+  Package mode's write-audit-publish (publish='after_tests'): a held run is recorded `held` in
+  the manifest, its output is `{{ this }}` for the tests and the published snapshot waits aside;
+  at the end of the invocation (macros/hooks/publish_audited.sql) it becomes `staged` when the
+  model's tests passed, and is discarded otherwise. The rules are audit.py's.
+-#}
+
+{#- A model's run id in an invocation: its staged folder's name. -#}
+{%- macro openmirror_package_run_id(unique_id) -%}
+  {{ return(invocation_id ~ '-' ~ local_md5(unique_id)[:8]) }}
+{%- endmacro -%}
+
+{%- macro openmirror_audit_hook_configured(nodes) -%}
+  {%- for node in nodes.values() if node.resource_type == 'operation' and 'openmirror_publish_audited' in (node.raw_code or '') -%}
+    {{ return(true) }}
+  {%- endfor -%}
+  {{ return(false) }}
+{%- endmacro -%}
+
+{#- Where a held run keeps the published snapshot and its key hashes meanwhile. -#}
+{%- macro openmirror_audit_base(target) -%}
+  {{ return({
+      'snapshot': api.Relation.create(database=target.database, schema=target.schema,
+                                      identifier=target.identifier ~ '__om_audit_base', type='table'),
+      'hashes': api.Relation.create(database=target.database, schema=target.schema,
+                                    identifier=target.identifier ~ '__om_audit_base_hashes', type='table'),
+  }) }}
+{%- endmacro -%}
+
+{#- {'publish': bool, 'reason': text}: audit.verdict in Jinja (the same cases test both). -#}
+{%- macro openmirror_audit_verdict(model_id, nodes, results) -%}
+  {%- set tests = [] -%}
+  {%- for unique_id in nodes | sort -%}
+    {%- set node = nodes[unique_id] -%}
+    {%- if node.resource_type == 'test' and model_id in ((node.depends_on or {}).nodes or []) -%}
+      {%- do tests.append(unique_id) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if not tests -%}{{ return({'publish': true, 'reason': 'the model has no tests'}) }}{%- endif -%}
+  {%- set status = {} -%}
+  {%- for result in results -%}{%- do status.update({result.node.unique_id: result.status | string}) -%}{%- endfor -%}
+  {%- set failed, not_run = [], [] -%}
+  {%- for test in tests -%}
+    {%- if test not in status -%}{%- do not_run.append(test) -%}
+    {%- elif status[test] not in ('pass', 'warn') -%}{%- do failed.append(test ~ ' (' ~ status[test] ~ ')') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if failed -%}{{ return({'publish': false, 'reason': 'its tests did not pass: ' ~ failed | join(', ')}) }}{%- endif -%}
+  {%- if not_run -%}
+    {{ return({'publish': false, 'reason': 'its tests did not run in this invocation (' ~ not_run | join(', ') ~ '); use dbt build'}) }}
+  {%- endif -%}
+  {{ return({'publish': true, 'reason': 'its ' ~ tests | length ~ ' tests passed'}) }}
+{%- endmacro -%}
+
+{#- The snapshot and key hashes a held run was diffed against go back in place (on a first run
+    there were none: the table goes, and the next run is a first publish again). -#}
+{%- macro openmirror_restore_audit_base(target) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set aside = om.openmirror_audit_base(target) -%}
+  {%- set hashes = api.Relation.create(database=target.database, schema=target.schema,
+                                       identifier=target.identifier ~ '__om_hashes', type='table') -%}
+  {%- for kept, saved in [(target, aside.snapshot), (hashes, aside.hashes)] -%}
+    {%- do adapter.drop_relation(kept) -%}
+    {%- if adapter.get_relation(saved.database, saved.schema, saved.identifier) is not none -%}
+      {%- do adapter.rename_relation(saved, kept) -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endmacro -%}
+
+{#- At the end of the invocation: each run held in it is marked staged (published by the next
+    `dbt-openmirror publish`) when its model's tests passed, and discarded otherwise. -#}
 {%- macro openmirror_package_finish_audits(results) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- for result in results if result.node.resource_type == 'model' and result.node.config.get('publish') == 'after_tests' -%}
+    {%- set node = result.node -%}
+    {%- set target = adapter.get_relation(node.database, node.schema, node.alias) -%}
+    {%- set snapshot = {} -%}
+    {%- if target is not none -%}
+      {%- for row in fetch_tbl_properties(target).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
+    {%- endif -%}
+    {%- set run_id = om.openmirror_package_run_id(node.unique_id) -%}
+    {%- if snapshot.get('openmirror.held') == 'true' and snapshot.get('openmirror.staged_run_id') == run_id -%}
+      {%- set decided = om.openmirror_audit_verdict(node.unique_id, graph.nodes, results) -%}
+      {%- set where = snapshot.get('openmirror.table_folder') ~ ' (run ' ~ run_id ~ ')' -%}
+      {%- if decided.publish and result.status == 'success' -%}
+        {%- do om.openmirror_settle_runs(snapshot.get('openmirror.manifest'), [run_id], 'staged', from_state='held') -%}
+        {%- call statement('openmirror_release_held') -%}
+          alter table {{ target }} unset tblproperties if exists ('openmirror.held', 'openmirror.manifest')
+        {%- endcall -%}
+        {%- set aside = om.openmirror_audit_base(target) -%}
+        {%- do adapter.drop_relation(aside.snapshot) -%}
+        {%- do adapter.drop_relation(aside.hashes) -%}
+        {%- do log("Model '" ~ node.name ~ "': staged " ~ where ~ " for `dbt-openmirror publish`: " ~ decided.reason, info=True) -%}
+      {%- else -%}
+        {%- do om.openmirror_restore_audit_base(target) -%}
+        {%- do om.openmirror_settle_runs(snapshot.get('openmirror.manifest'), [run_id], 'discarded', from_state='held') -%}
+        {%- do exceptions.warn("Model '" ~ node.name ~ "': not published, " ~ where ~ " discarded: "
+            ~ (decided.reason if result.status == 'success' else 'the model did not finish')) -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
 {%- endmacro -%}

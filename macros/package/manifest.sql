@@ -111,8 +111,8 @@
   {%- endcall -%}
 {%- endmacro -%}
 
-{#- Mark runs as `staged` or `discarded` by copying their `staging` row. -#}
-{%- macro openmirror_settle_runs(manifest, run_ids, state) -%}
+{#- Mark runs as `staged` or `discarded` by copying their `staging` row (or, `from_state`, another). -#}
+{%- macro openmirror_settle_runs(manifest, run_ids, state, from_state='staging') -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if run_ids -%}
     {%- set quoted = [] -%}
@@ -121,7 +121,17 @@
       insert into {{ manifest }}
       select run_id, model, table_folder, key_columns, base_run_id, load, reason, staged_sequence,
         staged_folder, rows, marker_counts, {{ om.openmirror_string(state) }}, current_timestamp()
-      from {{ manifest }} where state = 'staging' and run_id in ({{ quoted | join(', ') }})
+      from {{ manifest }} where state = {{ om.openmirror_string(from_state) }} and run_id in ({{ quoted | join(', ') }})
     {%- endcall -%}
   {%- endif -%}
+{%- endmacro -%}
+
+{#- Runs of this table folder held for their tests (publish='after_tests') and not settled since. -#}
+{%- macro openmirror_held_runs(manifest, table_folder) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set rows = run_query(
+      "select run_id from " ~ manifest ~ " where table_folder = " ~ om.openmirror_string(table_folder)
+      ~ " group by run_id having max(case when state in ('staging', 'held') then 0 else 1 end) = 0"
+      ~ " and max(case when state = 'held' then 1 else 0 end) = 1") -%}
+  {{ return(rows.columns[0].values() | list) }}
 {%- endmacro -%}

@@ -74,10 +74,6 @@
     {%- set on_schema_change = om.openmirror_choice('on_schema_change', ['append_new_columns', 'fail', 'sync_all_columns']) -%}
   {%- endif -%}
 
-  {%- if om.openmirror_choice('publish', ['on_run', 'after_tests']) != 'on_run' -%}
-    {%- do om.openmirror_fail("publish='after_tests' is not offered in package mode yet") -%}
-  {%- endif -%}
-
   {{ return({
       'unique_key': cleaned,
       'landing_zone': landing_zone.rstrip('/'),
@@ -86,6 +82,7 @@
       'change_markers': om.openmirror_choice('change_markers', ['insert_update_delete', 'upsert']),
       'row_marker_position': om.openmirror_choice('row_marker_position', ['last', 'first']),
       'max_rows_per_file': max_rows_per_file,
+      'publish': om.openmirror_choice('publish', ['on_run', 'after_tests']),
       'on_schema_change': on_schema_change,
       'manifest_schema': var('openmirror_manifest_schema', this.schema),
       'key_hashes': var('openmirror_key_hashes', true) in [true, 'true', 'True'],

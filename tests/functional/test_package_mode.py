@@ -19,6 +19,7 @@ from tests.functional.mirror import (
     table_folder,
     tree_digest,
 )
+from tests.mirror_oracle import replay
 from tests.functional.package_mode import (
     MODEL,
     InPackageMode,
@@ -281,3 +282,58 @@ class TestPackageModeWithALandingZonePerModel(InPackageMode):
         run_dbt(["run", "-s", "customers"])
         properties = dict(project.run_sql(f"show tblproperties {manifest}", fetch="all"))
         assert properties["openmirror.landing_zone"] == str(landing_zone)
+
+
+PACKAGE_AUDITED = """
+{{ config(materialized='open_mirror', unique_key='id', publish='after_tests') }}
+select * from {{ target.schema }}.src_{{ this.identifier }}
+"""
+PACKAGE_AUDITED_TESTS = """
+version: 2
+models:
+  - name: orders
+    columns:
+      - name: amount
+        tests: [not_null]
+  - name: payments
+    columns:
+      - name: amount
+        tests: [not_null]
+"""
+
+
+class TestPackageWriteAuditPublish(InPackageMode):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": PACKAGE_AUDITED, "payments.sql": PACKAGE_AUDITED, "schema.yml": PACKAGE_AUDITED_TESTS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self, landing_zone):
+        return {"vars": {"openmirror_landing_zone": str(landing_zone)},
+                "on-run-end": ["{{ dbt_openmirror.openmirror_publish_audited(results) }}"]}
+
+    def test_only_runs_that_passed_their_tests_are_staged(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        for table in ("orders", "payments"):
+            set_source(warehouse, schema, "select * from values (1, 10), (2, 20) as t(id, amount)", name=f"src_{table}")
+        run_dbt(["build"])
+        assert sorted(r.model for r in publish(landing_zone)) == ["orders", "payments"]
+        published = {t: replay(table_folder(landing_zone, schema, t)) for t in ("orders", "payments")}
+
+        # One build: orders' change breaks its test, payments' passes.
+        set_source(warehouse, schema, "select * from values (1, 10), (2, null) as t(id, amount)", name="src_orders")
+        set_source(warehouse, schema, "select * from values (1, 11) as t(id, amount)", name="src_payments")
+        orders_snapshot = warehouse.rows(f"select * from {schema}.orders")
+        results = {r.node.name: r for r in run_dbt(["build"], expect_pass=False)}
+        assert results["orders"].adapter_response["code"] == "HELD"
+        assert [r.model for r in publish(landing_zone)] == ["payments"]
+        assert replay(table_folder(landing_zone, schema, "orders")) == published["orders"]
+        assert warehouse.rows(f"select * from {schema}.orders") == orders_snapshot
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "payments"), f"select * from {schema}.src_payments")
+
+        # Fixed: staged against the snapshot it still has, published once.
+        set_source(warehouse, schema, "select * from values (1, 10), (2, 21) as t(id, amount)", name="src_orders")
+        run_dbt(["build"])
+        assert {r.model: r.rows for r in publish(landing_zone)} == {"orders": 1, "payments": 0}
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders")
+        assert sorted(file_markers(table_folder(landing_zone, schema, "orders"))[-1]) == [1]

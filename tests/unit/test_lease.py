@@ -74,13 +74,39 @@ def test_a_live_lease_refuses_a_second_run_and_names_the_holder(manager, tmp_pat
 
 
 def test_release_marks_the_lease_released_and_lets_the_next_run_in(manager, tmp_path):
+    (tmp_path / TABLE).mkdir(parents=True)
     first = manager.acquire(TABLE, "run-1", "orders", 60, 0)
+    journal(tmp_path, first.generation)  # the run wrote the table's journal under its lease
     manager.release(first)
     assert json.loads(lease_file(tmp_path, first).read_text())["released"] is True
     second = manager.acquire(TABLE, "run-2", "orders", 60, 0)
     assert second.taken_from is None
-    # Generations only grow, so a lease generation fences every writer before it.
-    assert second.generation == 2 and generations(tmp_path) == ["000000000002.json"]
+    # Generations only grow past what the journal saw, so they fence every writer before them.
+    assert second.generation == 2
+    journal(tmp_path, second.generation)
+    manager.release(second)
+    assert generations(tmp_path) == ["000000000002.json"]
+
+
+def test_a_run_that_wrote_nothing_leaves_the_leases_as_it_found_them(manager, tmp_path):
+    """A run that fails on bad input leaves the landing zone byte for byte as it was."""
+    (tmp_path / TABLE).mkdir(parents=True)
+    first = manager.acquire(TABLE, "run-1", "orders", 60, 0)
+    journal(tmp_path, first.generation)
+    manager.release(first)
+    before = lease_file(tmp_path, first).read_bytes()
+    failed = manager.acquire(TABLE, "run-2", "orders", 60, 0)
+    manager.release(failed)  # it never wrote the journal
+    assert generations(tmp_path) == ["000000000001.json"]
+    assert lease_file(tmp_path, first).read_bytes() == before
+    # Its generation was never shown to the journal, so the next run may take it again.
+    assert manager.acquire(TABLE, "run-3", "orders", 60, 0).generation == 2
+
+
+def journal(landing_zone, generation):
+    (landing_zone / TABLE / "_dbt_openmirror.json").write_text(json.dumps(
+        {"lastSequenceNumber": 1, "keyColumns": ["id"], "model": "orders", "leaseGeneration": generation}
+    ))
 
 
 def test_a_new_lease_is_numbered_above_the_generation_the_journal_was_written_under(manager, tmp_path):
@@ -215,12 +241,16 @@ def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_
     from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector, InjectedFault
 
     storage = LocalStorage(tmp_path)
-    LeaseManager(storage).release(LeaseManager(storage).acquire(TABLE, "run-1", "orders", 3600, 0))
-    # The next lease is written (operation 1), then removing the released one fails (operation 2).
+    held = LeaseManager(storage).acquire(TABLE, "run-1", "orders", 3600, 0)
+    # A run of this process that ended without releasing: stale at once, no clock needed.
+    path = lease_file(tmp_path, held)
+    path.write_text(path.read_text().replace('"run-1"', '"run-0"'))
+    # The next lease is written (operation 1), then removing the stale one fails (operation 2).
     failing = LeaseManager(FaultInjectingStorage(storage, FaultInjector(2)))
     with pytest.raises(InjectedFault):
         failing.acquire(TABLE, "run-2", "orders", 3600, 0)
     assert LeaseManager(storage).acquire(TABLE, "run-3", "orders", 3600, 0).taken_from.run_id == "run-2"
+    assert generations(tmp_path) == ["000000000003.json"]
 
 
 def test_another_hosts_live_lease_is_respected_until_it_expires(manager, tmp_path):

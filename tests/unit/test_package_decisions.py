@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import jinja2
 import pytest
 
+from dbt.adapters.openmirror.audit import verdict
 from dbt.adapters.openmirror.errors import SchemaChangeError
 from dbt.adapters.openmirror.hash_diff import ROWS_PER_BUCKET, bucket_count, hashed_columns, writer_count
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan, plan_schema
@@ -115,3 +116,30 @@ def test_schema_plan_agrees(package, previous, current, on_schema_change, publis
     assert jinja["added"] == [_spec(c) for c in python.added]
     assert [tuple(pair) for pair in jinja["respelled"]] == python.respelled
     assert jinja["rebuild_reason"] == python.rebuild_reason
+
+
+AUDIT_MODEL = "model.shop.orders"
+AUDIT_NODES = {
+    AUDIT_MODEL: {"resource_type": "model", "depends_on": {"nodes": []}},
+    "test.shop.unique_orders_id": {"resource_type": "test", "depends_on": {"nodes": [AUDIT_MODEL]}},
+    "test.shop.relationships_orders": {"resource_type": "test", "depends_on": {"nodes": [AUDIT_MODEL, "model.shop.c"]}},
+    "test.shop.other": {"resource_type": "test", "depends_on": {"nodes": ["model.shop.c"]}},
+}
+
+
+@pytest.mark.parametrize("statuses", [
+    {"unique_orders_id": "pass", "relationships_orders": "pass"},
+    {"unique_orders_id": "pass", "relationships_orders": "warn"},
+    {"unique_orders_id": "fail", "relationships_orders": "error"},
+    {"unique_orders_id": "skipped", "relationships_orders": "pass"},
+    {"unique_orders_id": "pass"},
+    {},
+])
+@pytest.mark.parametrize("model", [AUDIT_MODEL, "model.shop.untested"])
+def test_audit_verdict_agrees(package, model, statuses):
+    results = [SimpleNamespace(node=SimpleNamespace(unique_id=f"test.shop.{name}"), status=status)
+               for name, status in statuses.items()]
+    python = verdict(model, AUDIT_NODES, results)
+    assert package("openmirror_audit_verdict", model, AUDIT_NODES, results) == {
+        "publish": python.publish, "reason": python.reason,
+    }

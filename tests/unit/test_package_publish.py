@@ -278,3 +278,13 @@ def test_a_full_load_waits_until_the_service_no_longer_lists_the_table(tmp_path)
     tables.write_text('{"tables": []}')
     assert [p.names for p in publisher.publish()] == [["00000000000000000001.parquet"]]
     assert record(landing_zone)["waitForListing"] is True
+
+
+def test_a_run_held_for_its_tests_is_published_only_once_marked_staged(tmp_path):
+    """publish='after_tests': the on-run-end hook marks a held run staged when its tests passed."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", states=("staging", "held"))
+    assert _publish(tmp_path) == []
+    assert not (tmp_path / FOLDER).exists()
+    assert [r.state for r in read_manifest(LocalStorage(tmp_path))] == ["held"]
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", states=("staging", "held", "staged"))
+    assert [p.names for p in _publish(tmp_path)] == [["00000000000000000001.parquet"]]

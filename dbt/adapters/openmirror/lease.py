@@ -275,7 +275,10 @@ class LeaseManager:
         except WriteConflictError:
             return None
         lease.valid_until = sent + self._lifetime(ttl_seconds)
-        self._forget_older(lease)
+        if stale is not None:
+            # Taken over from a run that did not finish: its lease goes now. A released one
+            # stays until this run knows whether it writes anything (see release).
+            self._forget_older(lease)
         # Only now: a lease whose taking failed half-way is stale for the next run of this process.
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS[run_id] = table_folder
@@ -324,16 +327,23 @@ class LeaseManager:
         return Fence(self, lease)
 
     def release(self, lease: Lease) -> None:
-        """Mark the lease file released (only if it is still the one this holder wrote); it stays
-        until the next lease, which numbers itself after it."""
+        """Mark the lease file released (only if it is still the one this holder wrote). A run
+        that wrote the table's journal leaves its released file, numbered at the journal's
+        generation, for the next lease to number itself after; the older files go. A run that
+        wrote nothing (bad input, no lease needed after all) removes its own file and leaves the
+        leases as it found them: its generation, never shown to the journal, may be taken again."""
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.pop(lease.holder.run_id, None)
         released = replace(lease.holder, released=True)
+        lease.valid_until = float("-inf")
         try:
             lease.version = self.storage.write_text_if(lease.path, released.to_json(), lease.version)
         except WriteConflictError:
-            pass  # taken over since: the newer lease is not this run's to touch
-        lease.valid_until = float("-inf")
+            return  # taken over since: the newer lease is not this run's to touch
+        if recorded_lease_generation(self.storage, lease.table_folder) < lease.generation:
+            self.storage.delete_file(lease.path)
+        else:
+            self._forget_older(lease)
 
 
 class Fence:

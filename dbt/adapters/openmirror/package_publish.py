@@ -41,9 +41,12 @@ from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 MANIFEST_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/manifest"
 STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
+#: A run of a model with publish='after_tests' whose tests have not passed yet: not published
+#: until the invocation's on-run-end hook marks it staged (or discarded).
+HELD = "held"
 FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
-_STATE_RANK = {STAGING: 0, STAGED: 1, DISCARDED: 1, PUBLISHED: 2}
+_STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3}
 _MARKERS = ("0", "1", "2", "4")
 
 #: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
@@ -425,5 +428,6 @@ class PackagePublisher:
 
 
 def staged_runs(storage: LandingZoneStorage) -> List[StagedRun]:
-    """Runs waiting for `dbt-openmirror publish`, and runs still being staged."""
-    return [r for r in read_manifest(storage) if r.state in (STAGING, STAGED)]
+    """Runs waiting for `dbt-openmirror publish`, runs still being staged, and runs held for
+    their tests."""
+    return [r for r in read_manifest(storage) if r.state in (STAGING, HELD, STAGED)]
