@@ -19,6 +19,7 @@ from tests.functional.mirror import (
     table_folder,
     tree_digest,
 )
+from tests.functional.test_publish_modes import AUDITED, AUDITED_TESTS
 from tests.mirror_oracle import replay
 from tests.functional.package_mode import (
     MODEL,
@@ -284,28 +285,10 @@ class TestPackageModeWithALandingZonePerModel(InPackageMode):
         assert properties["openmirror.landing_zone"] == str(landing_zone)
 
 
-PACKAGE_AUDITED = """
-{{ config(materialized='open_mirror', unique_key='id', publish='after_tests') }}
-select * from {{ target.schema }}.src_{{ this.identifier }}
-"""
-PACKAGE_AUDITED_TESTS = """
-version: 2
-models:
-  - name: orders
-    columns:
-      - name: amount
-        tests: [not_null]
-  - name: payments
-    columns:
-      - name: amount
-        tests: [not_null]
-"""
-
-
 class TestPackageWriteAuditPublish(InPackageMode):
     @pytest.fixture(scope="class")
     def models(self):
-        return {"orders.sql": PACKAGE_AUDITED, "payments.sql": PACKAGE_AUDITED, "schema.yml": PACKAGE_AUDITED_TESTS}
+        return {"orders.sql": AUDITED, "payments.sql": AUDITED, "schema.yml": AUDITED_TESTS}
 
     @pytest.fixture(scope="class")
     def project_config_update(self, landing_zone):

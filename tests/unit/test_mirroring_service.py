@@ -159,3 +159,16 @@ def test_a_rebuild_recreates_the_folder_only_after_the_service_dropped_the_table
     publish(4, rebuild=False, full_load=False)
     assert len(time.slept) == waited
     assert sorted(p.name for p in (storage.root / TABLE).glob("*.parquet"))[-1] == "00000000000000000003.parquet"
+
+
+def test_a_stopped_replication_fails_at_once_saying_what_to_start(item):
+    """A mirror that stopped (replicator.json: Stopped) never drops the table: no wait."""
+    service_lists(item, ("sales", "orders"))
+    (item / "Monitoring" / "replicator.json").write_text('{"status": "Stopped"}')
+    time = FakeTime()
+    with pytest.raises(ServiceWaitError, match="replication is Stopped") as failed:
+        service(item, time).wait_until_dropped(TABLE, timeout_seconds=600, model="orders")
+    assert time.now == 0 and "replay --watch" in str(failed.value)
+    (item / "Monitoring" / "replicator.json").write_text('{"status": "Running"}')
+    time = FakeTime(on_sleep=lambda now: service_lists(item))
+    service(item, time).wait_until_dropped(TABLE, timeout_seconds=600, model="orders")

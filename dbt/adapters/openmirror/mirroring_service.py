@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from dbt.adapters.openmirror.errors import ServiceWaitError
 from dbt.adapters.openmirror.landing_zone import table_identity
-from dbt.adapters.openmirror.monitoring import TABLES_FILE, parse_tables
+from dbt.adapters.openmirror.monitoring import REPLICATOR_FILE, TABLES_FILE, parse_tables, replicator_status
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 #: How long a rebuild waits for the service by default (model config `rebuild_wait_seconds`).
@@ -63,6 +63,7 @@ class MirroringService:
         self._wait(table_folder, True, timeout_seconds, model)
 
     def _wait(self, table_folder: str, listed: bool, timeout_seconds: float, model: str) -> None:
+        self._check_replicating(table_folder, listed, model)
         deadline = self.clock() + timeout_seconds
         pause = _FIRST_PAUSE_SECONDS
         while True:
@@ -85,6 +86,21 @@ class MirroringService:
                 raise ServiceWaitError(self._gave_up(table_folder, listed, timeout_seconds, model))
             self.sleep(min(pause, left))
             pause = min(pause * 2, _LONGEST_PAUSE_SECONDS)
+
+    def _check_replicating(self, table_folder: str, listed: bool, model: str) -> None:
+        """A mirrored database whose replication is stopped never drops or lists a table: waiting
+        for it would only end at the bound, so say so at once."""
+        text = self.storage.read_monitoring(REPLICATOR_FILE)
+        if text is None or replicator_status(text) != "Stopped":
+            return
+        schema, table = table_identity(table_folder)
+        raise ServiceWaitError(
+            f"Model '{model}': table {schema}.{table} waits for the mirroring service to "
+            f"{'list it again' if listed else 'drop it'}, but Files/Monitoring/{REPLICATOR_FILE} says "
+            "replication is Stopped. Nothing more was published. Start the mirrored database's "
+            "replication (or the local mirror, `dbt-openmirror replay --watch`), or remove "
+            "Files/Monitoring if nothing mirrors this landing zone; the next run goes on from here."
+        )
 
     def _say_unreadable(self) -> None:
         if not self._said_unreadable:

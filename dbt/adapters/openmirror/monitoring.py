@@ -69,6 +69,16 @@ def parse_tables(text: str, where: str = TABLES_FILE) -> Dict[Tuple[str, str], M
     return tables
 
 
+def replicator_status(text: str, where: str = REPLICATOR_FILE) -> Optional[str]:
+    """The mirrored database's replication status (`Running`, `Stopped`, ...), if it says one."""
+    try:
+        document = _json(text, where)
+    except ValueError:
+        return None  # caught half-written: not known
+    status = document.get("status") if isinstance(document, dict) else None
+    return str(status) if status else None
+
+
 def describe_replicator(text: str, where: str = REPLICATOR_FILE) -> str:
     """One line about the mirrored database, from a `replicator.json` text."""
     document = _json(text, where)

@@ -46,11 +46,14 @@ class LocalMirror:
     def read_status(self) -> Dict[Tuple[str, str], TableStatus]:
         return self.status_files.read()
 
-    def replay(self) -> List[TableStatus]:
+    def replay(self, as_service: bool = False) -> List[TableStatus]:
         """One poll of the whole landing zone; every table's status, sorted. One replay per target
-        at a time, like the one replicator of a mirrored database: a second one waits."""
+        at a time, like the one replicator of a mirrored database: a second one waits. Only a
+        mirror that goes on polling (`as_service`, `watch`) writes the service's status files
+        beside an item's landing zone: a one-off replay would leave a status nothing updates,
+        which a publisher's rebuild would wait on."""
         with exclusive(self.target / LOCK_FILE):
-            return self._poll()
+            return self._poll(as_service)
 
     def watch(self, interval: float, stop: threading.Event,
               report: Callable[[List[TableStatus]], None] = lambda statuses: None,
@@ -60,7 +63,7 @@ class LocalMirror:
         try:
             while not stop.is_set():
                 try:
-                    report(self.replay())
+                    report(self.replay(as_service=True))
                 except Exception as exc:
                     failed(exc)
                 stop.wait(interval)
@@ -72,7 +75,7 @@ class LocalMirror:
         with exclusive(self.target / LOCK_FILE):
             self.status_files.write(self.status_files.read(), STOPPED)
 
-    def _poll(self) -> List[TableStatus]:
+    def _poll(self, as_service: bool) -> List[TableStatus]:
         if not self.storage.exists(""):
             # Never read a missing landing zone as one whose folders were all deleted.
             raise LandingZoneConfigError(f"the landing zone {self.storage.location} does not exist")
@@ -89,7 +92,10 @@ class LocalMirror:
                 MirroredTable.drop(path)
                 self._applied.pop(path, None)
             del statuses[(schema, table)]
-        self.status_files.write(statuses, RUNNING)
+        if as_service:
+            self.status_files.write(statuses, RUNNING)
+        else:
+            self.status_files.write_target(statuses)
         return [s for _, s in sorted(statuses.items())]
 
     def _target_path(self, schema: str, table: str) -> Optional[Path]:
