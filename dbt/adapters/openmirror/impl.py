@@ -54,6 +54,7 @@ from dbt.adapters.openmirror.staging import (
 )
 from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
 from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
+from dbt.adapters.openmirror.storage.root import check_root
 
 logger = AdapterLogger("OpenMirror")
 
@@ -86,6 +87,7 @@ class OpenMirrorAdapter(SparkAdapter):
     def landing_zone(self) -> LandingZoneStorage:
         credentials = self.config.credentials
         storage = open_landing_zone(credentials.landing_zone, credentials.azure_auth())
+        check_root(storage, credentials.create_landing_zone, logger.info)
         if self.fault_injector is not None:
             return FaultInjectingStorage(storage, self.fault_injector)
         return storage
@@ -100,13 +102,13 @@ class OpenMirrorAdapter(SparkAdapter):
 
     def debug_query(self) -> None:
         super().debug_query()
-        probe = f"{SCRATCH_FOLDER}/dbt-openmirror/debug-{uuid.uuid4().hex}"
+        storage = self.landing_zone
+        # At the root, where table folders are created, under a name the mirror ignores.
+        probe = f"_dbt-openmirror-debug-{uuid.uuid4().hex}"
         try:
-            self.landing_zone.check_writable(probe)
+            storage.check_writable(probe)
         except (OSError, OpenMirrorError) as exc:
-            raise LandingZoneConfigError(
-                f"landing zone {self.landing_zone.location} is not writable: {exc}"
-            ) from exc
+            raise LandingZoneConfigError(f"landing zone {storage.location} is not writable: {exc}") from exc
 
     def _sql(self, macro: str, **values: Any) -> str:
         """The SQL text a macro of macros/sql/ renders from plain values. dbt sets the macro
