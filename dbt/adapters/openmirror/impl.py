@@ -20,7 +20,7 @@ from dbt_common.invocation import get_invocation_id
 from dbt.adapters.openmirror import hash_diff
 from dbt.adapters.openmirror.config import MirrorConfig, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError, RunInterruptedError
 from dbt.adapters.openmirror.keys import check_key_types, raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, scratch_path
 from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
@@ -503,8 +503,14 @@ class OpenMirrorAdapter(SparkAdapter):
                 logger.debug(f"could not delete the staging probe {probe}: {exc}")
         return True
 
+    def _check_not_interrupted(self) -> None:
+        """dbt cancelled the run (Ctrl-C) while this model ran: it writes nothing more."""
+        if self.connections.interrupted.is_set():
+            raise RunInterruptedError("interrupted: nothing published")
+
     @available
     def openmirror_staging(self, run_id: str) -> Dict[str, Optional[str]]:
+        self._check_not_interrupted()
         staging = start_staging(self.landing_zone, scratch_path(run_id), self.staging_mode())
         with self._leases_lock:
             self._local_staging.setdefault(threading.get_ident(), []).append(staging)
@@ -567,6 +573,7 @@ class OpenMirrorAdapter(SparkAdapter):
         for the next run's recovery to finish (see recovery.py).
         """
         try:
+            self._check_not_interrupted()
             self.leases.check_held(self._held_lease(mirror))
             self.publisher.begin(pending, mirror.rebuild_wait_seconds)
         except Exception:
