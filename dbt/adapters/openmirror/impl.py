@@ -45,6 +45,7 @@ from dbt.adapters.openmirror.run_plan import (
     snapshot_record,
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.session_defaults import apply_session_defaults
 from dbt.adapters.openmirror.staging import (
     Staging,
     choose_mode,
@@ -68,6 +69,7 @@ class OpenMirrorAdapter(SparkAdapter):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        apply_session_defaults(self.config)
         # Leases held per thread (dbt runs models in threads), released when the model ends.
         self._leases: Dict[int, List[Tuple[Lease, Heartbeat]]] = {}
         self._leases_lock = threading.Lock()
