@@ -84,6 +84,7 @@ def test_spark_does_not_flood_the_output(two_folders):
     assert "[Stage " not in output  # progress bars
     assert "\tat " not in output  # Java stack traces
     assert "SQLQueryContextLogger" not in output
+    assert "Ignoring non-Spark config property" not in output  # spark-submit on a bare Hive key
     # Spark's log lines once the session is up (at start it still prints a few; see README).
     assert not re.search(r" (WARN|ERROR) (HiveConf|SessionState|Executor|TaskSetManager|Utils: Aborting)", output)
 

@@ -16,7 +16,8 @@ def test_an_empty_profile_gets_the_project_folder_and_a_quiet_console():
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": "OFF",
         "spark.sql.warehouse.dir": "/projects/jaffle shop/spark-warehouse",
-        "javax.jdo.option.ConnectionURL": "jdbc:derby:;databaseName=/projects/jaffle shop/metastore_db;create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            "jdbc:derby:;databaseName=/projects/jaffle shop/metastore_db;create=true",
         "spark.driver.extraJavaOptions": "-Dderby.system.home='/projects/jaffle shop'",
     }
 
@@ -39,7 +40,9 @@ def test_what_the_profile_sets_is_kept():
     merged = session_parameters(user, ROOT)
     assert {k: merged[k] for k in user} == user
     # Unset keys still get their default: the metastore stays with the project.
-    assert merged["javax.jdo.option.ConnectionURL"].startswith("jdbc:derby:;databaseName=/projects/jaffle shop/")
+    assert merged["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(
+        "jdbc:derby:;databaseName=/projects/jaffle shop/"
+    )
 
 
 def test_a_metastore_set_either_way_is_not_replaced():

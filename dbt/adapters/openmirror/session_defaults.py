@@ -22,7 +22,8 @@ CONSOLE_DEFAULTS = {
     # Spark's own log: set to WARN or INFO in the profile to see it again.
     "spark.log.level": "OFF",
 }
-METASTORE_URL_KEYS = ("javax.jdo.option.ConnectionURL", "spark.hadoop.javax.jdo.option.ConnectionURL")
+# Hive reads the metastore URL under either key; spark-submit warns about the bare one.
+METASTORE_URL_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionURL", "javax.jdo.option.ConnectionURL")
 
 
 def session_parameters(user: Mapping[str, Any], project_root: Optional[Path]) -> Dict[str, Any]:
@@ -32,7 +33,7 @@ def session_parameters(user: Mapping[str, Any], project_root: Optional[Path]) ->
         defaults["spark.sql.warehouse.dir"] = str(project_root / "spark-warehouse")
         if not any(key in user for key in METASTORE_URL_KEYS):
             metastore = (project_root / "metastore_db").as_posix()
-            defaults["javax.jdo.option.ConnectionURL"] = f"jdbc:derby:;databaseName={metastore};create=true"
+            defaults[METASTORE_URL_KEYS[0]] = f"jdbc:derby:;databaseName={metastore};create=true"
         # Spark splits this option string as a shell would (CommandBuilderUtils.parseOptionString).
         defaults["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={shlex.quote(str(project_root))}"
     return {**defaults, **user}
