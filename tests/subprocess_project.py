@@ -33,6 +33,7 @@ def write_project(root: Path, target: Dict) -> Path:
         {"name": "jobs", "version": "1.0", "config-version": 2, "profile": "jobs"}
     ))
     target = {"schema": "jobs", "landing_zone": str(root / "landing_zone"), **target}
+    Path(target["landing_zone"]).mkdir(parents=True, exist_ok=True)
     (root / "profiles.yml").write_text(yaml.safe_dump(
         {"jobs": {"target": "dev", "outputs": {"dev": target}}}
     ))

@@ -3,7 +3,7 @@ import pytest
 from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
 from tests.dfs_emulator import DfsEmulator
 from tests.functional.mirror import Warehouse
-from tests.functional.onelake import TOKEN
+from tests.functional.onelake import TOKEN, onelake_landing_zone_on_disk
 
 
 @pytest.fixture(scope="class")
@@ -14,8 +14,10 @@ def warehouse(project, tmp_path_factory):
 
 @pytest.fixture(scope="class")
 def onelake(tmp_path_factory):
-    """The DFS stand-in, its certificate trusted, answering only our token."""
+    """The DFS stand-in, its certificate trusted, answering only our token, with a mirrored
+    database item (which always has its Files/LandingZone)."""
     with DfsEmulator(tmp_path_factory.mktemp("onelake"), ["workspace"], required_token=TOKEN) as dfs:
+        onelake_landing_zone_on_disk(dfs).mkdir(parents=True)
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
             patch.setenv(TEST_TOKEN, TOKEN)

@@ -63,6 +63,7 @@ class TestPluginAndPackageAgree(InPackageMode):
         and schema."""
         root = tmp_path_factory.mktemp("plugin_project")
         (root / "models").mkdir()
+        (root / "landing_zone").mkdir()
         (root / "models" / "customers.sql").write_text(MODEL)
         (root / "dbt_project.yml").write_text(yaml.safe_dump(
             {"name": "plugin_side", "version": "1.0", "config-version": 2, "profile": "plugin"}

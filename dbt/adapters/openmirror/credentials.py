@@ -25,6 +25,8 @@ class OpenMirrorCredentials(SparkCredentials):
     client_id: Optional[str] = None
     client_secret: Optional[str] = field(default=None, repr=False)
     spark_staging: str = "auto"
+    # A missing landing zone root is an error (a mistyped path), unless this asks to create it.
+    create_landing_zone: bool = False
 
     def __post_init__(self) -> None:
         if self.auth is not None and self.auth.lower() in AUTH_METHODS:
@@ -54,7 +56,7 @@ class OpenMirrorCredentials(SparkCredentials):
 
     def _connection_keys(self) -> Tuple[str, ...]:
         # Never client_secret: dbt debug prints these.
-        keys = (*super()._connection_keys(), "method", "landing_zone", "spark_staging")
+        keys = (*super()._connection_keys(), "method", "landing_zone", "create_landing_zone", "spark_staging")
         if is_remote(self.landing_zone or ""):
             keys += ("landing_zone_auth", "tenant_id", "client_id")
         return keys

@@ -1,6 +1,6 @@
 """Errors a dbt user can act on. Each names the model and, where there is one, the column and value."""
 
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 
 class OpenMirrorError(DbtRuntimeError):
@@ -56,3 +56,12 @@ class LandingZoneServiceError(OpenMirrorError):
 
 class ServiceWaitError(PublishError):
     """The mirroring service did not reach the state a rebuild waits for in time."""
+
+
+class RunInterruptedError(OpenMirrorError):
+    """dbt cancelled the invocation (Ctrl-C): a model still running stops before publishing."""
+
+
+class SparkStatementError(DbtDatabaseError):
+    """A statement failed in Spark; the message is its short cause (the full text is logged at
+    debug level)."""

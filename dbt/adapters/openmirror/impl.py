@@ -21,7 +21,12 @@ from dbt.adapters.openmirror import hash_diff
 from dbt.adapters.openmirror.audit import AUDIT_HOOK_MACRO, hook_configured, verdict
 from dbt.adapters.openmirror.config import AFTER_TESTS, MirrorConfig, is_set, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError, OpenMirrorError
+from dbt.adapters.openmirror.errors import (
+    LandingZoneConfigError,
+    MirrorConfigError,
+    OpenMirrorError,
+    RunInterruptedError,
+)
 from dbt.adapters.openmirror.keys import (
     check_key_types,
     lookalike_warning,
@@ -53,6 +58,7 @@ from dbt.adapters.openmirror.run_plan import (
     snapshot_record,
 )
 from dbt.adapters.openmirror.schema_plan import ColumnSpec, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.session_defaults import apply_session_defaults
 from dbt.adapters.openmirror.staging import (
     Staging,
     choose_mode,
@@ -62,6 +68,7 @@ from dbt.adapters.openmirror.staging import (
 )
 from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
 from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
+from dbt.adapters.openmirror.storage.root import check_root
 
 logger = AdapterLogger("OpenMirror")
 #: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
@@ -95,6 +102,7 @@ class OpenMirrorAdapter(SparkAdapter):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        apply_session_defaults(self.config)
         # Leases held per thread (dbt runs models in threads), released when the model ends.
         self._leases: Dict[int, List[Tuple[Lease, Heartbeat]]] = {}
         self._leases_lock = threading.Lock()
@@ -116,6 +124,7 @@ class OpenMirrorAdapter(SparkAdapter):
     def landing_zone(self) -> LandingZoneStorage:
         credentials = self.config.credentials
         storage = open_landing_zone(credentials.landing_zone, credentials.azure_auth())
+        check_root(storage, credentials.create_landing_zone, logger.info)
         if self.fault_injector is not None:
             return FaultInjectingStorage(storage, self.fault_injector)
         return storage
@@ -130,13 +139,13 @@ class OpenMirrorAdapter(SparkAdapter):
 
     def debug_query(self) -> None:
         super().debug_query()
-        probe = f"{SCRATCH_FOLDER}/dbt-openmirror/debug-{uuid.uuid4().hex}"
+        storage = self.landing_zone
+        # At the root, where table folders are created, under a name the mirror ignores.
+        probe = f"_dbt-openmirror-debug-{uuid.uuid4().hex}"
         try:
-            self.landing_zone.check_writable(probe)
+            storage.check_writable(probe)
         except (OSError, OpenMirrorError) as exc:
-            raise LandingZoneConfigError(
-                f"landing zone {self.landing_zone.location} is not writable: {exc}"
-            ) from exc
+            raise LandingZoneConfigError(f"landing zone {storage.location} is not writable: {exc}") from exc
 
     def _sql(self, macro: str, **values: Any) -> str:
         """The SQL text a macro of macros/sql/ renders from plain values. dbt sets the macro
@@ -589,8 +598,14 @@ class OpenMirrorAdapter(SparkAdapter):
                 logger.debug(f"could not delete the staging probe {probe}: {exc}")
         return True
 
+    def _check_not_interrupted(self) -> None:
+        """dbt cancelled the run (Ctrl-C) while this model ran: it writes nothing more."""
+        if self.connections.interrupted.is_set():
+            raise RunInterruptedError("interrupted: nothing published")
+
     @available
     def openmirror_staging(self, run_id: str) -> Dict[str, Optional[str]]:
+        self._check_not_interrupted()
         staging = start_staging(self.landing_zone, scratch_path(run_id), self.staging_mode())
         with self._leases_lock:
             self._local_staging.setdefault(threading.get_ident(), []).append(staging)
@@ -654,6 +669,7 @@ class OpenMirrorAdapter(SparkAdapter):
         """
         fence = self.leases.fence(self._held_lease(mirror))
         try:
+            self._check_not_interrupted()
             fence.check()
             self.publisher.begin(pending, fence, mirror.rebuild_wait_seconds)
         except Exception:

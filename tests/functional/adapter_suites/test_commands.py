@@ -1,7 +1,10 @@
 """dbt's commands beyond run and build under `type: openmirror`: show, debug, and `--empty`."""
 
+import re
+
 import pytest
 from dbt.tests.util import run_dbt
+from dbt_common.exceptions import DbtRuntimeError
 from dbt.tests.adapter.dbt_debug.test_dbt_debug import BaseDebugPostgres
 from dbt.tests.adapter.dbt_show.test_dbt_show import (
     BaseShowDoesNotHandleDoubleLimit,
@@ -31,6 +34,12 @@ class TestShowSqlHeader(BaseShowSqlHeader):
 
 class TestShowDoesNotHandleDoubleLimit(BaseShowDoesNotHandleDoubleLimit):
     DATABASE_ERROR_MESSAGE = "[PARSE_SYNTAX_ERROR] Syntax error at or near 'limit'"
+
+    def test_double_limit_throws_syntax_error(self, project):
+        # The base test looks in pytest's shortened repr of the error, whose middle is cut: our
+        # message names the exception class first, which moves Spark's text into the cut.
+        with pytest.raises(DbtRuntimeError, match=re.escape(self.DATABASE_ERROR_MESSAGE)):
+            run_dbt(["show", "--limit", "1", "--inline", "select 1 limit 1"])
 
 
 class TestDebug(BaseDebugPostgres):

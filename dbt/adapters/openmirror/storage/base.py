@@ -135,6 +135,14 @@ class LandingZoneStorage(ABC):
         """Delete a folder and everything in it; nothing happens when it does not exist. Paths
         that are not `deletable` are refused."""
 
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether a file or folder is at `path` (`""` is the landing zone root)."""
+
+    @abstractmethod
+    def create_folder(self, folder: str) -> None:
+        """Create a folder and its missing parents; nothing happens when it exists."""
+
     def check_writable(self, probe_folder: str) -> None:
         """Write, read back and delete a probe file; raise with the reason if that fails."""
         probe = f"{probe_folder}/probe.txt"

@@ -199,3 +199,9 @@ class LocalStorage(LandingZoneStorage):
         resolved = self._resolve(deletable(folder, self.location).as_posix())
         if resolved.exists():
             shutil.rmtree(resolved)
+
+    def exists(self, path: str) -> bool:
+        return self._resolve(path).exists()
+
+    def create_folder(self, folder: str) -> None:
+        self._resolve(folder).mkdir(parents=True, exist_ok=True)

@@ -249,6 +249,10 @@ class OneLakeStorage(LandingZoneStorage):
     def _exists_full(self, full: str, shown: str) -> bool:
         return self._call(f"looking for {shown}", lambda: self._filesystem.get_directory_client(full).exists())
 
+    def create_folder(self, folder: str) -> None:
+        directory = self._filesystem.get_directory_client(self._full(folder))
+        self._call(f"creating {folder or 'the landing zone'}", directory.create_directory)
+
     # -- writing --------------------------------------------------------------------------------
 
     def write_text(self, path: str, text: str, create_only: bool) -> None:
