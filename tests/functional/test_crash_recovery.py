@@ -33,6 +33,8 @@ class SweepReport:
     crash_points: int = 0
     runs: int = 0
     failed_runs: int = 0
+    #: Operations at the end of a run that release its lease (a fault there fails nothing).
+    release_points: int = 0
     divergences: List[str] = field(default_factory=list)
 
     def line(self) -> str:
@@ -88,19 +90,22 @@ def sweep(project, warehouse, landing_zone, tmp_path, scenario, states, args, ev
     the next run recover. One fault-free run first counts the operations of such a run."""
     report = SweepReport(scenario)
     set_source(warehouse, project.test_schema, states[0])
-    assert _run([*args, "--full-refresh"] if "--full-refresh" not in args else args)[0].status == "success"
+    # A rebuild nobody asked for (sync_all_columns) is a warning: `warn` is a successful run too.
+    assert _run([*args, "--full-refresh"] if "--full-refresh" not in args else args)[0].status in ("success", "warn")
     log = tmp_path / f"{scenario}.log"
     set_source(warehouse, project.test_schema, states[1])
-    assert _run(args, fail_at=0, log=log)[0].status == "success"
-    operations = len(log.read_text().splitlines())
+    assert _run(args, fail_at=0, log=log)[0].status in ("success", "warn")
+    lines = log.read_text().splitlines()
+    operations = len(lines)
     assert operations >= 5, log.read_text()
+    # The lease's release ends the run; a fault there is logged, not raised.
+    report.release_points = next(n for n, line in enumerate(reversed(lines)) if "/leases/" not in line)
     for point in crash_points(operations, every_point):
         set_source(warehouse, project.test_schema, states[(point + 1) % len(states)])
         crashed = _run(args, fail_at=point)
         recovered = _run(args)
         report.crash_points += 1
         report.runs += 2
-        # A fault in the final lease release is logged, not raised: that run succeeds.
         report.failed_runs += crashed[0].status == "error"
         # A recovery is a warning: the recovered run ends `warn`, or `success` when nothing was left.
         problem = "" if recovered[0].status in ("success", "warn") else f"recovery failed: {recovered[0].message}"
@@ -124,7 +129,8 @@ class TestCrashPointSweep:
         report = sweep(project, warehouse, landing_zone, tmp_path, "multi-file publish",
                        [STATE_A, STATE_B], ["run"], every_point=True)
         assert report.divergences == [] and report.crash_points >= 8
-        assert report.failed_runs >= report.crash_points - 1
+        # Every crash point fails its run, but those in the final lease release.
+        assert report.failed_runs == report.crash_points - report.release_points
 
     def test_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
         report = sweep(project, warehouse, landing_zone, tmp_path, "rebuild",

@@ -135,6 +135,9 @@ def test_the_command_starts_where_fcntl_does_not_exist():
 
 
 def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, monkeypatch, capsys):
+    """A one-off replay writes only its target's status; a watching one, the service's too (a
+    status nothing updates would keep a publisher's rebuild waiting)."""
+    from dbt.adapters.openmirror.storage import open_landing_zone
     from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
     from tests.dfs_emulator import DfsEmulator
 
@@ -149,6 +152,9 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         assert main(["replay", url, "--target", str(tmp_path / "mirror")]) == 0
         assert rows(tmp_path / "mirror", *TABLE) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
         assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [f"{1:020d}.parquet", f"{2:020d}.parquet"]
+        assert not (files / "Monitoring").exists()
+        stop = threading.Event()
+        LocalMirror(open_landing_zone(url), tmp_path / "mirror").watch(0.01, stop, lambda statuses: stop.set())
         assert listed(files)[TABLE].processed_rows == 3
         assert describe_replicator(monitoring(files, "replicator.json")) == "Stopped"
         assert sorted(p.name for p in (files / "Monitoring").iterdir()) == ["replicator.json", "tables.json"]

@@ -84,10 +84,7 @@ def _replay(args: argparse.Namespace) -> int:
     mirror = LocalMirror(_existing_landing_zone(args), Path(args.target).resolve())
     if args.watch:
         return _replay_watch(mirror, args.interval)
-    try:
-        statuses = mirror.replay()
-    finally:
-        mirror.stopped()
+    statuses = mirror.replay()  # one poll: the service's status files are a watching mirror's
     for status in statuses:
         print(status.describe())
     return 1 if any(s.status == "Error" for s in statuses) else 0
