@@ -6,21 +6,25 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.cli import main as openmirror_command
-from dbt.adapters.openmirror.package_publish import read_manifest
+from dbt.adapters.openmirror.package_publish import PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
+from tests.delta_reader import read_delta
+from tests.functional.audited_models import AUDITED, AUDITED_TESTS
 from tests.functional.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
     findings_for,
+    model_output,
+    normalized,
     rewrite_key_hashes,
     set_source,
     sorted_bucket_scans,
     table_folder,
     tree_digest,
+    wait_until_mirrored,
+    watching_mirror,
 )
-from tests.functional.test_publish_modes import AUDITED, AUDITED_TESTS
-from tests.mirror_oracle import replay
 from tests.functional.package_mode import (
     MODEL,
     InPackageMode,
@@ -28,6 +32,7 @@ from tests.functional.package_mode import (
     manifest_states,
     publish,
 )
+from tests.mirror_oracle import data_files, replay
 
 COLUMNS = "as t(id, name, amount)"
 
@@ -320,3 +325,42 @@ class TestPackageWriteAuditPublish(InPackageMode):
         assert {r.model: r.rows for r in publish(landing_zone)} == {"orders": 1, "payments": 0}
         assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders")
         assert sorted(file_markers(table_folder(landing_zone, schema, "orders"))[-1]) == [1]
+
+
+class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
+    """`dbt-openmirror publish` into an item's `Files/LandingZone` while `replay --watch` mirrors
+    it as the service would: a `--full-refresh` is published by the restart protocol (the folder
+    is recreated only once the service dropped the table), and after every publish the mirrored
+    Delta table equals the model output."""
+
+    @pytest.fixture(scope="class")
+    def landing_zone(self, tmp_path_factory):
+        root = tmp_path_factory.mktemp("item") / "Files" / "LandingZone"
+        root.mkdir(parents=True)
+        return root
+
+    def test_the_mirror_follows_every_publish_through_a_rebuild(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        source = f"select * from {schema}.src"
+        target = tmp_path / "mirror"
+        steps = [
+            ("(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)", []),
+            ("(1, 'a', 11), (3, 'c', 30), (4, 'd', 40)", []),
+            ("(7, 'g', 70), (8, 'h', 80)", ["--full-refresh"]),
+            ("(7, 'g', 71), (9, 'i', 90)", []),
+        ]
+        said = []
+        with watching_mirror(landing_zone, target, interval=0.3):
+            for rows, extra_args in steps:
+                _stage(project, warehouse, rows, extra_args=extra_args)
+                PackagePublisher(LocalStorage(landing_zone), log=said.append).publish()
+                wait_until_mirrored(landing_zone, target, [folder])
+                mirrored = normalized(read_delta(target / schema / "customers"))
+                assert mirrored == model_output(warehouse, source), f"after {rows}"
+        waits = [line for line in said if "waiting until the mirroring service" in line]
+        assert any(f"no longer lists table {schema}.customers" in line for line in waits), said
+        # The rebuild started again at file 1; the change after it is file 2.
+        assert [p.name for p in data_files(folder)] == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
+        assert file_markers(folder)[0] == [0, 0]
+        assert findings_for(landing_zone, folder) == []

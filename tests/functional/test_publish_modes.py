@@ -12,6 +12,7 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt
 
+from tests.functional.audited_models import AUDITED, AUDITED_TESTS
 from tests.functional.mirror import (
     assert_mirror_equals,
     file_markers,
@@ -101,22 +102,6 @@ class TestDryRun:
         assert sorted(file_markers(folder)[-1]) == [0, 0, 1, 2]
 
 
-AUDITED = """
-{{ config(materialized='open_mirror', unique_key='id', publish='after_tests') }}
-select * from {{ target.schema }}.src_{{ this.identifier }}
-"""
-AUDITED_TESTS = """
-version: 2
-models:
-  - name: orders
-    columns:
-      - name: amount
-        tests: [not_null]
-  - name: payments
-    columns:
-      - name: amount
-        tests: [not_null]
-"""
 HOOK = {"on-run-end": ["{{ openmirror_publish_audited(results) }}"]}
 
 
