@@ -2,9 +2,10 @@
 value, and leaves the landing zone byte-for-byte unchanged."""
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.mirror import set_source, tree_digest
+from tests.functional.mirror import assert_mirror_equals, set_source, table_folder, tree_digest
+from tests.unwritable import unwritable
 
 
 def _model(config: str) -> str:
@@ -21,6 +22,7 @@ BAD_MODELS = {
     "rekeyed.sql": _model("unique_key=var('key', 'id')"),
     "map_key.sql": "{{ config(materialized='open_mirror', unique_key='m') }}\n"
     "select map('r', region) as m, id from {{ target.schema }}.src",
+    "guarded.sql": _model("unique_key='id'"),
     "marker_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
     "select id, 1 as __RowMarker__ from {{ target.schema }}.src",
 }
@@ -79,3 +81,18 @@ class TestBadInput:
         assert "--full-refresh" in message
         # The key change goes through as a rebuild when asked for.
         run_dbt(["run", "--select", "rekeyed", "--vars", "{key: name}", "--full-refresh"])
+
+    def test_a_table_folder_dbt_cannot_write(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        run_dbt(["run", "--select", "guarded"])
+        set_source(warehouse, schema, "select * from values (1, 'eu', 'a'), (3, 'us', 'c') as t(id, region, name)")
+        folder = table_folder(landing_zone, schema, "guarded")
+        before = tree_digest(landing_zone)
+        with unwritable(folder):
+            _, output = run_dbt_and_capture(["run", "--select", "guarded"], expect_pass=False)
+        assert tree_digest(landing_zone) == before
+        assert "Unhandled error" not in output
+        assert str(folder) in output and "write access" in output
+        # Once it can write, the next run publishes the change.
+        run_dbt(["run", "--select", "guarded"])
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")

@@ -1,12 +1,11 @@
 """Profile fields: `landing_zone` is required, must be usable, and `dbt debug` checks it."""
 
-import os
-import subprocess
-
 import pytest
 import yaml
 from dbt.adapters.factory import reset_adapters
 from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from tests.unwritable import unwritable
 
 
 class TestDebugChecksTheLandingZone:
@@ -85,21 +84,11 @@ def test_debug_creates_the_landing_zone_when_the_profile_asks(tmp_path, spark_se
 
 @pytest.fixture
 def unwritable_root(tmp_path):
-    """A landing zone whose root cannot be written while its `_scratchPad` can (the root is
-    immutable: even root cannot create entries in it)."""
+    """A landing zone whose root cannot be written while its `_scratchPad` can."""
     root = tmp_path / "landing_zone"
     (root / "_scratchPad").mkdir(parents=True)
-    if os.geteuid() != 0:
-        root.chmod(0o555)
+    with unwritable(root):
         yield root
-        root.chmod(0o755)
-        return
-    if subprocess.run(["chattr", "+i", str(root)], capture_output=True).returncode != 0:
-        pytest.skip("running as root on a filesystem without the immutable attribute (chattr +i)")
-    try:
-        yield root
-    finally:
-        subprocess.run(["chattr", "-i", str(root)], check=True)
 
 
 def test_debug_checks_that_the_root_itself_is_writable(tmp_path, spark_settings, unwritable_root):

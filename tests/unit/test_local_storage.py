@@ -3,7 +3,11 @@ item's Files/LandingZone (e.g. a OneLake item mounted as a folder)."""
 
 import os
 
+import pytest
+
+from dbt.adapters.openmirror.errors import LandingZoneAccessError
 from dbt.adapters.openmirror.storage import LocalStorage
+from tests.unwritable import unwritable
 
 
 def test_listing_with_sizes_and_times(tmp_path):
@@ -27,3 +31,21 @@ def test_monitoring_files_only_beside_an_items_landing_zone(tmp_path):
     assert item.read_monitoring("tables.json") == '{"tables": [1]}\n'
     assert not LocalStorage(tmp_path / "plain").write_monitoring("tables.json", "{}")
     assert not (tmp_path / "Monitoring").exists()
+
+
+def test_a_folder_the_user_cannot_write_is_named_with_the_fix(tmp_path):
+    storage = LocalStorage(tmp_path)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "_metadata.json").write_text("{}")
+    with unwritable(tmp_path / "t"):
+        for attempt in (
+            lambda: storage.write_text("t/1.json", "{}", create_only=True),
+            lambda: storage.write_text_if("t/_metadata.json", "[]", expected=None),
+            lambda: storage.delete_file("t/_metadata.json"),
+            lambda: storage.create_folder("t/sub"),
+        ):
+            with pytest.raises(LandingZoneAccessError) as refused:
+                attempt()
+            message = str(refused.value)
+            assert str(tmp_path / "t") in message and "write access" in message
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["_metadata.json"]

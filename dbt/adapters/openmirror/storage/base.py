@@ -136,10 +136,6 @@ class LandingZoneStorage(ABC):
         that are not `deletable` are refused."""
 
     @abstractmethod
-    def exists(self, path: str) -> bool:
-        """Whether a file or folder is at `path` (`""` is the landing zone root)."""
-
-    @abstractmethod
     def create_folder(self, folder: str) -> None:
         """Create a folder and its missing parents; nothing happens when it exists."""
 

@@ -132,9 +132,6 @@ class FaultInjectingStorage(LandingZoneStorage):
         self.injector.checkpoint(f"delete folder {folder}")
         self.inner.delete_folder(folder)
 
-    def exists(self, path: str) -> bool:
-        return self.inner.exists(path)
-
     def create_folder(self, folder: str) -> None:
         self.injector.checkpoint(f"create folder {folder}")
         self.inner.create_folder(folder)

@@ -1,14 +1,22 @@
 """A landing zone in a local (or mounted) folder."""
 
+import errno
+import functools
 import hashlib
+import inspect
 import os
 import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Iterator, List, Optional
+from typing import Any, BinaryIO, Callable, Iterator, List, Optional, Type, TypeVar
 
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.errors import (
+    LandingZoneAccessError,
+    LandingZoneConfigError,
+    TargetExistsError,
+    WriteConflictError,
+)
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable
 
 
@@ -46,6 +54,38 @@ def _locked_content(target: Path) -> Iterator[Optional[bytes]]:
                 return
 
 
+_REFUSED = {errno.EACCES, errno.EPERM, errno.EROFS}
+_Storage = TypeVar("_Storage", bound=Type[LandingZoneStorage])
+
+
+def _access_refusals_named(storage_class: _Storage) -> _Storage:
+    """Every public operation fails with a `LandingZoneAccessError` naming the path and the fix
+    when the operating system refuses it (not a bare errno, which dbt shows as an "Unhandled
+    error")."""
+
+    def named(operation: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(operation)
+        def refused_named(self: "LocalStorage", *args: Any, **kwargs: Any) -> Any:
+            try:
+                return operation(self, *args, **kwargs)
+            except OSError as exc:
+                if exc.errno not in _REFUSED:
+                    raise
+                raise LandingZoneAccessError(
+                    f"{exc.filename or self.location}: {exc.strerror}. Give the user running dbt-openmirror write "
+                    f"access to the landing zone {self.location} and every folder in it (or set landing_zone to a "
+                    "folder it can write), then run again: the next run goes on where this one stopped."
+                ) from exc
+
+        return refused_named
+
+    for name, member in list(vars(storage_class).items()):
+        if inspect.isfunction(member) and not name.startswith("_"):
+            setattr(storage_class, name, named(member))
+    return storage_class
+
+
+@_access_refusals_named
 class LocalStorage(LandingZoneStorage):
     shared_with_spark = True
 
@@ -199,9 +239,6 @@ class LocalStorage(LandingZoneStorage):
         resolved = self._resolve(deletable(folder, self.location).as_posix())
         if resolved.exists():
             shutil.rmtree(resolved)
-
-    def exists(self, path: str) -> bool:
-        return self._resolve(path).exists()
 
     def create_folder(self, folder: str) -> None:
         self._resolve(folder).mkdir(parents=True, exist_ok=True)
