@@ -20,7 +20,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
 
 

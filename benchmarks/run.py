@@ -25,7 +25,7 @@ from typing import Dict, List
 
 from dbt.cli.main import dbtRunner
 
-from dbt.adapters.openmirror.package_publish import PackagePublisher
+from dbt.adapters.openmirror.package.publish import PackagePublisher
 from dbt.adapters.openmirror.storage import LocalStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

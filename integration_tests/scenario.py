@@ -88,7 +88,7 @@ def compare(workdir: Path) -> bool:
 def main() -> int:
     from dbt.cli.main import dbtRunner
 
-    from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+    from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
     from dbt.adapters.openmirror.storage import LocalStorage
 
     arguments = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["dbt.tests.fixtures.project"]
+pytest_plugins = ["dbt.tests.fixtures.project", "tests.support.fixtures", "tests.support.leases"]
 
 # Spark and Derby leave files in the working directory unless told otherwise, and take the
 # machine's time zone; the suite pins both.
@@ -116,8 +116,8 @@ def dbt_profile_target(request, spark_settings, landing_zone):
 @pytest.fixture
 def dfs_emulator(tmp_path):
     """A OneLake-like DFS endpoint on loopback HTTPS with the filesystem (workspace) `workspace`;
-    see tests/dfs_emulator for the URL, CA path, test credential and fault injection."""
-    from tests.dfs_emulator import DfsEmulator
+    see tests/support/dfs_emulator for the URL, CA path, test credential and fault injection."""
+    from tests.support.dfs_emulator import DfsEmulator
 
     with DfsEmulator(tmp_path / "onelake", filesystems=["workspace"]) as emulator:
         yield emulator

@@ -9,9 +9,9 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from tests.mirror_oracle import data_files, replay
-from tests.functional.mirror import normalized
-from tests.subprocess_project import dbt_run_command, expected, fault_env, write_project
+from tests.support.mirror_oracle import data_files, replay
+from tests.support.mirror import normalized
+from tests.support.subprocess_project import dbt_run_command, expected, fault_env, write_project
 
 pytestmark = pytest.mark.cluster
 

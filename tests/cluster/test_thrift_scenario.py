@@ -8,11 +8,11 @@ import pyarrow.dataset as ds
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.delta_reader import read_delta
-from tests.mirror_oracle import replay
-from tests.scenario_project import JaffleShopProject, scenario
+from tests.support.delta_reader import read_delta
+from tests.support.mirror_oracle import replay
+from tests.support.scenario_project import JaffleShopProject, scenario
 
 pytestmark = pytest.mark.cluster
 

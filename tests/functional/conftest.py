@@ -1,9 +1,9 @@
 import pytest
 
 from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
-from tests.dfs_emulator import DfsEmulator
-from tests.functional.mirror import Warehouse
-from tests.functional.onelake import TOKEN, onelake_landing_zone_on_disk
+from tests.support.dfs_emulator import DfsEmulator
+from tests.support.mirror import Warehouse
+from tests.support.onelake import TOKEN, onelake_landing_zone_on_disk
 
 
 @pytest.fixture(scope="class")

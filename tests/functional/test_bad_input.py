@@ -4,8 +4,8 @@ value, and leaves the landing zone byte-for-byte unchanged."""
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.mirror import assert_mirror_equals, set_source, table_folder, tree_digest
-from tests.unwritable import unwritable
+from tests.support.mirror import assert_mirror_equals, set_source, table_folder, tree_digest
+from tests.support.unwritable import unwritable
 
 
 def _model(config: str) -> str:

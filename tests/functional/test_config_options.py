@@ -4,7 +4,7 @@ import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.mirror import (
+from tests.support.mirror import (
     assert_mirror_equals,
     file_markers,
     marked_files,
@@ -12,7 +12,7 @@ from tests.functional.mirror import (
     set_source,
     table_folder,
 )
-from tests.mirror_oracle import data_files
+from tests.support.mirror_oracle import data_files
 
 SOURCE = "select * from {{ target.schema }}.src"
 ROWS = "select * from values (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e') as t(id, name)"

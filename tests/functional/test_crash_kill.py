@@ -8,9 +8,9 @@ import signal
 import pytest
 
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAIL_MODE, FAULT_LOG
-from tests.functional.mirror import normalized
-from tests.mirror_oracle import data_files, replay
-from tests.subprocess_project import dbt_run, expected, write_project
+from tests.support.mirror import normalized
+from tests.support.mirror_oracle import data_files, replay
+from tests.support.subprocess_project import dbt_run, expected, write_project
 
 STATES = [
     [(1, "a", 10), (2, "b", 20), (3, "c", 30), (4, "d", 40)],

@@ -11,9 +11,9 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
-from tests.functional.onelake import OnOneLake, onelake_landing_zone_on_disk
-from tests.functional.mirror import findings_for, model_output, normalized, set_source, table_folder
-from tests.mirror_oracle import data_files, replay
+from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
+from tests.support.mirror import findings_for, model_output, normalized, set_source, table_folder
+from tests.support.mirror_oracle import data_files, replay
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.mirror import set_source
+from tests.support.mirror import set_source
 
 MODELS_YML = """
 version: 2

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.mirror import tree_digest
-from tests.subprocess_project import dbt_run_command, fault_env, write_project
+from tests.support.mirror import tree_digest
+from tests.support.subprocess_project import dbt_run_command, fault_env, write_project
 
 FIRST = [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
 SECOND = [(1, "a", 11), (2, "b", 20), (4, "d", 40)]

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.mirror import (
+from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
@@ -14,7 +14,7 @@ from tests.functional.mirror import (
     table_folder,
     tree_digest,
 )
-from tests.mirror_oracle import data_files
+from tests.support.mirror_oracle import data_files
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', on_schema_change=var('on_change', 'append_new_columns')) }}

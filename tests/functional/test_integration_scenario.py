@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.delta_reader import read_delta
-from tests.functional.mirror import (
+from tests.support.delta_reader import read_delta
+from tests.support.mirror import (
     assert_mirror_equals,
     findings_for,
     model_output,
@@ -19,7 +19,7 @@ from tests.functional.mirror import (
     wait_until_mirrored,
     watching_mirror,
 )
-from tests.scenario_project import JaffleShopProject, scenario
+from tests.support.scenario_project import JaffleShopProject, scenario
 
 COMPLEX_COLUMNS = {"orders": ["skus"]}
 

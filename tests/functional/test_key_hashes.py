@@ -7,7 +7,7 @@ import re
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.functional.mirror import (
+from tests.support.mirror import (
     assert_mirror_equals,
     file_markers,
     rewrite_key_hashes,
@@ -16,7 +16,7 @@ from tests.functional.mirror import (
     table_folder,
     tree_digest,
 )
-from tests.sql_macros import sql_macros
+from tests.support.sql_macros import sql_macros
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id') }}

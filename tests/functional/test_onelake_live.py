@@ -16,11 +16,11 @@ import uuid
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.landing_zone import PROCESSED_FOLDERS
+from dbt.adapters.openmirror.rules.landing_zone import PROCESSED_FOLDERS
 from dbt.adapters.openmirror.storage import open_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
-from dbt.adapters.openmirror.validate import validate
-from tests.functional.mirror import assert_mirror_equals, file_markers, set_source
+from dbt.adapters.openmirror.tools.validate import validate
+from tests.support.mirror import assert_mirror_equals, file_markers, set_source
 from tests.functional.test_onelake_publish import COLUMNS, STEPS
 
 URL = os.environ.get("OPENMIRROR_TEST_ONELAKE_URL")

@@ -1,5 +1,5 @@
 """The open_mirror materialization publishing into a OneLake landing zone: the local DFS stand-in
-(tests/dfs_emulator) on loopback HTTPS, reached through the real Azure SDK and our backend.
+(tests/support/dfs_emulator) on loopback HTTPS, reached through the real Azure SDK and our backend.
 
 Spark runs locally, so change files are written to a local folder and uploaded (spark_staging
 auto → upload). After every run the table folder (read from the stand-in's disk) is replayed in
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.openmirror.cli import main as openmirror
-from tests.delta_reader import read_delta
-from tests.functional.onelake import ITEM_ROOT, SECRET, TOKEN, OnOneLake, onelake_landing_zone_on_disk
-from tests.functional.mirror import assert_mirror_equals, file_markers, model_output, normalized, set_source
+from dbt.adapters.openmirror.tools.cli import main as openmirror
+from tests.support.delta_reader import read_delta
+from tests.support.onelake import ITEM_ROOT, SECRET, TOKEN, OnOneLake, onelake_landing_zone_on_disk
+from tests.support.mirror import assert_mirror_equals, file_markers, model_output, normalized, set_source
 
 
 MODEL = """

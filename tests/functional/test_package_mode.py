@@ -5,12 +5,12 @@ publish, replaying the landing zone in file order gives exactly the model output
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.cli import main as openmirror_command
-from dbt.adapters.openmirror.package_publish import PackagePublisher, read_manifest
+from dbt.adapters.openmirror.tools.cli import main as openmirror_command
+from dbt.adapters.openmirror.package.publish import PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.delta_reader import read_delta
-from tests.functional.audited_models import AUDITED, AUDITED_TESTS
-from tests.functional.mirror import (
+from tests.support.delta_reader import read_delta
+from tests.support.audited_models import AUDITED, AUDITED_TESTS
+from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
@@ -25,14 +25,14 @@ from tests.functional.mirror import (
     wait_until_mirrored,
     watching_mirror,
 )
-from tests.functional.package_mode import (
+from tests.support.package_mode import (
     MODEL,
     InPackageMode,
     manifest_rows,
     manifest_states,
     publish,
 )
-from tests.mirror_oracle import data_files, replay
+from tests.support.mirror_oracle import data_files, replay
 
 COLUMNS = "as t(id, name, amount)"
 

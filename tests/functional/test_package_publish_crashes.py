@@ -17,10 +17,10 @@ from dbt.adapters.openmirror.storage.faults import (
     FaultInjector,
     InjectedFault,
 )
-from tests.functional.mirror import findings_for, model_output, normalized, table_folder
-from tests.functional.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
+from tests.support.mirror import findings_for, model_output, normalized, table_folder
+from tests.support.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
 from tests.functional.test_package_mode import _stage
-from tests.mirror_oracle import replay
+from tests.support.mirror_oracle import replay
 
 # Killed for real at these operations (in a separate process); every operation in-process.
 KILL_POINTS = (2, 7, 12)
@@ -66,7 +66,7 @@ class TestPublishCrashes(InPackageMode):
     def test_killed_publish(self, project, landing_zone, staged, point):
         pristine, expected = staged
         copy_landing_zone(pristine, landing_zone)
-        command = [sys.executable, "-m", "dbt.adapters.openmirror.cli", "publish", str(landing_zone)]
+        command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "publish", str(landing_zone)]
         killed = subprocess.run(
             command, env={**os.environ, FAIL_AT: str(point), FAIL_MODE: "kill"}, capture_output=True, text=True
         )

@@ -5,7 +5,7 @@ import yaml
 from dbt.adapters.factory import reset_adapters
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.unwritable import unwritable
+from tests.support.unwritable import unwritable
 
 
 class TestDebugChecksTheLandingZone:

@@ -8,8 +8,8 @@ from dbt.tests.util import run_dbt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.functional.mirror import model_output, normalized, set_source, table_folder
-from tests.mirror_oracle import replay
+from tests.support.mirror import model_output, normalized, set_source, table_folder
+from tests.support.mirror_oracle import replay
 
 settings.register_profile(
     "default", max_examples=6, deadline=None, database=None,

@@ -8,7 +8,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.impl import OpenMirrorAdapter
 from dbt.adapters.openmirror.storage.local import LocalStorage
-from tests.functional.mirror import (
+from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt
 
-from tests.functional.audited_models import AUDITED, AUDITED_TESTS
-from tests.functional.mirror import (
+from tests.support.audited_models import AUDITED, AUDITED_TESTS
+from tests.support.mirror import (
     assert_mirror_equals,
     file_markers,
     model_output,
@@ -21,7 +21,7 @@ from tests.functional.mirror import (
     table_folder,
     tree_digest,
 )
-from tests.mirror_oracle import replay
+from tests.support.mirror_oracle import replay
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', publish=var('publish', 'on_run')) }}

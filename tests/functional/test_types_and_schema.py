@@ -4,8 +4,8 @@ import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.delta_reader import protocol
-from tests.functional.mirror import (
+from tests.support.delta_reader import protocol
+from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
@@ -14,7 +14,7 @@ from tests.functional.mirror import (
     table_folder,
     tree_digest,
 )
-from tests.mirror_oracle import data_files
+from tests.support.mirror_oracle import data_files
 
 TYPED_ROWS = """
 select

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from tests.functional.mirror import assert_mirror_equals, set_source, table_folder, tree_digest
+from tests.support.mirror import assert_mirror_equals, set_source, table_folder, tree_digest
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id') }}

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbt.adapters.openmirror.audit import hook_configured, model_tests, verdict
+from dbt.adapters.openmirror.run.audit import hook_configured, model_tests, verdict
 
 MODEL = "model.shop.orders"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from dbt.adapters.openmirror.config import mirror_config
+from dbt.adapters.openmirror.run.config import mirror_config
 from dbt.adapters.openmirror.errors import MirrorConfigError
 
 

@@ -2,7 +2,7 @@
 
 import json
 
-from dbt.adapters.openmirror.hash_diff import (
+from dbt.adapters.openmirror.planning.hash_diff import (
     MAX_BUCKETS,
     MAX_WRITERS,
     ROWS_PER_BUCKET,
@@ -11,8 +11,8 @@ from dbt.adapters.openmirror.hash_diff import (
     hashed_columns,
     writer_count,
 )
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
-from tests.sql_macros import sql_macros
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
+from tests.support.sql_macros import sql_macros
 
 # Names the macros write literally.
 HASH_1, HASH_2, ROWS = "`__openmirror_hash1`", "`__openmirror_hash2`", "`__openmirror_rows`"

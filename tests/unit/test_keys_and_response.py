@@ -1,15 +1,15 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
-from dbt.adapters.openmirror.keys import (
+from dbt.adapters.openmirror.planning.keys import (
     check_key_types,
     lookalike_warning,
     raise_key_problems,
     resolve_key_columns,
     string_keys,
 )
-from dbt.adapters.openmirror.response import publish_response
-from dbt.adapters.openmirror.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.run.response import publish_response
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
 
 def test_key_columns_take_the_model_spelling():

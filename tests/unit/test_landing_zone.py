@@ -3,7 +3,7 @@ import json
 import pytest
 
 from dbt.adapters.openmirror.errors import PublishError
-from dbt.adapters.openmirror.landing_zone import (
+from dbt.adapters.openmirror.rules.landing_zone import (
     data_file_name,
     folder_name_problem,
     highest_sequence_number,

@@ -1,67 +1,21 @@
-"""The per-table lease on a real local landing zone. Time on the storage's side passes by making
-the lease files older (their Last-Modified is the storage's clock); the holder's own clock is a
-controllable monotonic clock."""
+"""The per-table lease on a real local landing zone (tests/support/leases.py says how time passes)."""
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 
 import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError
-from dbt.adapters.openmirror.lease import LEASE_FOLDER, LeaseManager, ProcessIdentity
+from dbt.adapters.openmirror.publishing.lease import (
+    LeaseManager,
+    ProcessIdentity,
+)
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.conftest import ROOT
+from tests.support.leases import TABLE, age, generations, lease_file
 
-TABLE = "s.schema/t"
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1_000.0
-
-    def __call__(self):
-        return self.now
-
-
-@pytest.fixture(autouse=True)
-def no_runs_in_this_process(monkeypatch):
-    from dbt.adapters.openmirror import lease as lease_module
-
-    monkeypatch.setattr(lease_module, "_ACTIVE_RUNS", {})
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-def age(tmp_path, seconds):
-    """The storage's time moves on: every lease file was written `seconds` earlier."""
-    for path in (tmp_path / LEASE_FOLDER / TABLE).iterdir():
-        written = path.stat().st_mtime - seconds
-        os.utime(path, (written, written))
-
-
-@pytest.fixture
-def manager(tmp_path, clock):
-    def sleep(seconds):
-        clock.now += seconds
-        age(tmp_path, seconds)
-
-    return LeaseManager(LocalStorage(tmp_path), clock=clock, sleep=sleep)
-
-
-def generations(tmp_path):
-    return sorted(p.name for p in (tmp_path / LEASE_FOLDER / TABLE).iterdir())
-
-
-def lease_file(tmp_path, lease):
-    return tmp_path / lease.path
-
+pytestmark = pytest.mark.usefixtures("no_runs_in_this_process")
 
 def test_a_live_lease_refuses_a_second_run_and_names_the_holder(manager, tmp_path):
     manager.acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
@@ -180,35 +134,6 @@ def test_renewal_keeps_the_lease_and_a_holder_that_lost_it_finds_out(manager, cl
     assert generations(tmp_path) == ["000000000002.json"]
 
 
-def test_a_dead_process_of_this_boot_and_pid_namespace_is_taken_over_at_once(manager, tmp_path):
-    if manager.identity.boot_id is None:
-        pytest.skip("no boot id and PID namespace here (not Linux): only expiry counts")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
-    held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=3600, wait_seconds=0)
-    path = lease_file(tmp_path, held)
-    holder = json.loads(path.read_text())
-    path.write_text(json.dumps({**holder, "pid": int(dead.stdout), "token": "another process"}))
-    lease = manager.acquire(TABLE, "run-2", "orders", 3600, 0)
-    assert lease.taken_from.run_id == "run-1"
-
-
-@pytest.mark.parametrize("identity", [
-    {"bootId": None, "pidNamespace": None},  # written where there is no /proc (macOS, Windows)
-    {"pidNamespace": "pid:[1]"},  # another container on this host
-    {"bootId": "another boot"},
-])
-def test_a_pid_is_only_looked_up_in_the_boot_and_pid_namespace_it_belongs_to(manager, tmp_path, identity):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
-    held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=3600, wait_seconds=0)
-    path = lease_file(tmp_path, held)
-    holder = json.loads(path.read_text())
-    path.write_text(json.dumps({**holder, "pid": int(dead.stdout), "token": "another process", **identity}))
-    with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
-        manager.acquire(TABLE, "run-2", "orders", 3600, 0)
-
-
 def test_without_proc_no_process_is_signalled_and_only_expiry_counts(tmp_path, monkeypatch):
     """Windows: os.kill(pid, 0) would terminate the process, so there is no same-host shortcut."""
     monkeypatch.setattr(sys, "platform", "win32")
@@ -230,7 +155,7 @@ def test_without_proc_no_process_is_signalled_and_only_expiry_counts(tmp_path, m
 
 
 def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
-    from dbt.adapters.openmirror import lease as lease_module
+    from dbt.adapters.openmirror.publishing import lease as lease_module
 
     first = manager.acquire(TABLE, "run-1", "orders", 3600, 0)
     lease_module._ACTIVE_RUNS.pop(first.holder.run_id)  # that run ended without releasing
@@ -238,7 +163,11 @@ def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
 
 
 def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_process(tmp_path):
-    from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector, InjectedFault
+    from dbt.adapters.openmirror.storage.faults import (
+        FaultInjectingStorage,
+        FaultInjector,
+        InjectedFault,
+    )
 
     storage = LocalStorage(tmp_path)
     held = LeaseManager(storage).acquire(TABLE, "run-1", "orders", 3600, 0)
@@ -262,39 +191,3 @@ def test_another_hosts_live_lease_is_respected_until_it_expires(manager, tmp_pat
         manager.acquire(TABLE, "run-2", "orders", 60, 0)
     age(tmp_path, 61)
     assert manager.acquire(TABLE, "run-2", "orders", 60, 0).generation == 2
-
-
-def _unshare_works() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    return subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True).returncode == 0
-
-
-def _pid_free_here(start: int) -> int:
-    pid = start
-    while os.path.exists(f"/proc/{pid}"):
-        pid += 1
-    return pid
-
-
-@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --pid --fork` (Linux, privileges)")
-def test_a_live_holder_in_another_pid_namespace_of_this_host_keeps_its_lease(tmp_path):
-    """Two real processes: the holder runs in a PID namespace of its own (as in a container on
-    this host, same hostname) under a pid that does not exist here."""
-    pid = _pid_free_here(200)
-    holder = subprocess.Popen(
-        ["unshare", "--pid", "--fork", sys.executable, "-m", "tests.lease_holder", str(tmp_path), TABLE, str(pid)],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout.readline().split() == ["held", str(pid)]
-        written = json.loads(next((tmp_path / LEASE_FOLDER / TABLE).iterdir()).read_text())
-        assert written["pid"] == pid and not os.path.exists(f"/proc/{pid}")
-        with pytest.raises(LeaseHeldError, match=f"is being published by run holder-run .*pid {pid}"):
-            LeaseManager(LocalStorage(tmp_path)).acquire(TABLE, "run-2", "orders", 60, 0)
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
-    assert holder.returncode == 0
-    # Released by the holder: the next run takes it without waiting.
-    assert LeaseManager(LocalStorage(tmp_path)).acquire(TABLE, "run-2", "orders", 60, 0).taken_from is None

@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.unit.landing_zones import declare, parquet, rows
+from tests.support.landing_zones import declare, parquet, rows
 
 
 def two_files(folder):

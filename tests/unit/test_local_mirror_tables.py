@@ -1,6 +1,6 @@
 """The local mirror, table by table: what it can hold, one table's trouble never stopping another,
 names Delta cannot hold plainly, and results that do not depend on how a file was applied. Every
-Delta table is read back with the independent reader (tests/delta_reader.py)."""
+Delta table is read back with the independent reader (tests/support/delta_reader.py)."""
 
 import datetime
 import decimal
@@ -13,12 +13,12 @@ from deltalake import DeltaTable, QueryBuilder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.openmirror.cli import main
-from dbt.adapters.openmirror.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.tools.cli import main
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.delta_reader import protocol, read_delta, schema
-from tests.mirror_oracle import replay as oracle_replay
-from tests.unit.landing_zones import declare, parquet, rows
+from tests.support.delta_reader import protocol, read_delta, schema
+from tests.support.mirror_oracle import replay as oracle_replay
+from tests.support.landing_zones import declare, parquet, rows
 
 
 def by_table(statuses):

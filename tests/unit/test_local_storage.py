@@ -7,7 +7,7 @@ import pytest
 
 from dbt.adapters.openmirror.errors import LandingZoneAccessError
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.unwritable import unwritable
+from tests.support.unwritable import unwritable
 
 
 def test_listing_with_sizes_and_times(tmp_path):

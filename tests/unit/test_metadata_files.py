@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from dbt.adapters.openmirror.landing_zone import key_columns_from_metadata
-from dbt.adapters.openmirror.metadata_files import (
+from dbt.adapters.openmirror.rules.landing_zone import key_columns_from_metadata
+from dbt.adapters.openmirror.rules.metadata_files import (
     DeclaredColumn,
     DelimitedText,
     TableMetadata,

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.mirror_oracle import replay
+from tests.support.mirror_oracle import replay
 
 
 def write(folder, number, rows, markers):

@@ -7,8 +7,8 @@ from dbt.artifacts.schemas.results import RunStatus, TestStatus
 from dbt.task.run import ModelRunner
 
 import dbt.adapters.openmirror  # noqa: F401  (loading the plugin installs the warn status)
-from dbt.adapters.openmirror.model_warnings import install
-from dbt.adapters.openmirror.response import publish_response
+from dbt.adapters.openmirror.run.model_warnings import install
+from dbt.adapters.openmirror.run.response import publish_response
 
 
 def _result(warnings):

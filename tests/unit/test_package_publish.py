@@ -6,13 +6,13 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
-from dbt.adapters.openmirror.cli import main
+from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.errors import PublishError
-from dbt.adapters.openmirror.package_publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.functional.mirror import tree_digest
-from tests.mirror_oracle import replay
-from tests.unit.package_staging import FOLDER, record, stage_run, write_manifest_rows
+from tests.support.mirror import tree_digest
+from tests.support.mirror_oracle import replay
+from tests.support.package_staging import FOLDER, record, stage_run, write_manifest_rows
 
 FIRST = [{"id": 1, "amount": 10, "__rowMarker__": 0}, {"id": 2, "amount": 20, "__rowMarker__": 0}]
 SECOND = [{"id": 1, "amount": 11, "__rowMarker__": 1}, {"id": 2, "amount": None, "__rowMarker__": 2}]
@@ -125,7 +125,7 @@ def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, caps
         else:
             raise KeyboardInterrupt  # Ctrl-C or SIGTERM
 
-    monkeypatch.setattr("dbt.adapters.openmirror.cli._pause", between_polls)
+    monkeypatch.setattr("dbt.adapters.openmirror.tools.cli._pause", between_polls)
     assert main(["publish", str(tmp_path), "--watch", "--interval", "5"]) == 0
     assert polls == [5, 5, 5]
     assert record(tmp_path)["lastRunId"] == "run-b"

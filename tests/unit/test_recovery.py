@@ -1,7 +1,7 @@
 """Recovery decisions for a publish an interrupted run journaled but did not commit."""
 
-from dbt.adapters.openmirror.publisher import PendingPublish
-from dbt.adapters.openmirror.recovery import ABANDON, DISCARD, ROLL_FORWARD, decide
+from dbt.adapters.openmirror.publishing.publisher import PendingPublish
+from dbt.adapters.openmirror.publishing.recovery import ABANDON, DISCARD, ROLL_FORWARD, decide
 
 STAGED = "_scratchPad/dbt-openmirror/run-2"
 PENDING = PendingPublish(

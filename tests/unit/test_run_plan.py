@@ -1,8 +1,8 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
-from dbt.adapters.openmirror.publisher import TableFolderState
-from dbt.adapters.openmirror.run_plan import (
+from dbt.adapters.openmirror.publishing.publisher import TableFolderState
+from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     INITIAL,
     REBUILD,
@@ -12,7 +12,7 @@ from dbt.adapters.openmirror.run_plan import (
     snapshot_properties,
     snapshot_record,
 )
-from dbt.adapters.openmirror.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
 FOLDER = "s.schema/t"
 LANDING_ZONE = "/data/lz"

@@ -1,7 +1,7 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, check_reserved_names, plan_schema
 
 ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from dbt.adapters.openmirror.credentials import OpenMirrorCredentials
-from dbt.adapters.openmirror.session_defaults import apply_session_defaults, session_parameters
+from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults, session_parameters
 
 ROOT = Path("/projects/jaffle shop")
 

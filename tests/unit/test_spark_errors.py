@@ -9,7 +9,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyhive.exc import OperationalError
 from TCLIService.ttypes import TExecuteStatementResp, TStatus, TStatusCode
 
-from dbt.adapters.openmirror.spark_errors import error_text, short_cause
+from dbt.adapters.openmirror.spark.statement_errors import error_text, short_cause
 
 TEXTS = Path(__file__).parent / "spark_error_texts"
 

@@ -1,8 +1,8 @@
 """The macros of macros/sql/ other than the hash diff's (test_hash_diff.py): quoting, the full load,
 the whole-row diff, writing and counting the change files, and the snapshot's table statements."""
 
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, SchemaPlan
-from tests.sql_macros import sql_macros
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
+from tests.support.sql_macros import sql_macros
 
 ID = ColumnSpec("id", "int")
 NAME = ColumnSpec("my `odd` name", "string")

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.staging import (
+from dbt.adapters.openmirror.publishing.staging import (
     DIRECT,
     UPLOAD,
     choose_mode,

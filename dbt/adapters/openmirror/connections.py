@@ -9,7 +9,7 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import SessionConnectionWrapper
 
 from dbt.adapters.openmirror.errors import OpenMirrorError, RunInterruptedError, SparkStatementError
-from dbt.adapters.openmirror.spark_errors import error_text, short_cause
+from dbt.adapters.openmirror.spark.statement_errors import error_text, short_cause
 
 logger = AdapterLogger("OpenMirror")
 

@@ -4,7 +4,7 @@ from typing import Optional, Tuple
 from dbt.adapters.spark.connections import SparkCredentials
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
-from dbt.adapters.openmirror.staging import STAGING_MODES
+from dbt.adapters.openmirror.publishing.staging import STAGING_MODES
 from dbt.adapters.openmirror.storage import canonical_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
 from dbt.adapters.openmirror.storage.location import is_remote

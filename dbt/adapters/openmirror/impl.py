@@ -17,9 +17,9 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.openmirror import hash_diff
-from dbt.adapters.openmirror.audit import AUDIT_HOOK_MACRO, hook_configured, verdict
-from dbt.adapters.openmirror.config import AFTER_TESTS, MirrorConfig, is_set, mirror_config
+from dbt.adapters.openmirror.planning import hash_diff
+from dbt.adapters.openmirror.run.audit import AUDIT_HOOK_MACRO, hook_configured, verdict
+from dbt.adapters.openmirror.run.config import AFTER_TESTS, MirrorConfig, is_set, mirror_config
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import (
     LandingZoneConfigError,
@@ -27,26 +27,26 @@ from dbt.adapters.openmirror.errors import (
     OpenMirrorError,
     RunInterruptedError,
 )
-from dbt.adapters.openmirror.keys import (
+from dbt.adapters.openmirror.planning.keys import (
     check_key_types,
     lookalike_warning,
     raise_key_problems,
     resolve_key_columns,
     string_keys,
 )
-from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER, data_file_name, scratch_path
-from dbt.adapters.openmirror.lease import Heartbeat, Lease, LeaseManager
-from dbt.adapters.openmirror.mirroring_service import MirroringService
-from dbt.adapters.openmirror.model_warnings import warn
-from dbt.adapters.openmirror.publisher import (
+from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER, data_file_name, scratch_path
+from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease, LeaseManager
+from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
+from dbt.adapters.openmirror.run.model_warnings import warn
+from dbt.adapters.openmirror.publishing.publisher import (
     PendingPublish,
     PublishedFiles,
     Publisher,
     TableFolderState,
 )
-from dbt.adapters.openmirror.recovery import ABANDON, DISCARD, ROLL_FORWARD, decide
-from dbt.adapters.openmirror.response import OpenMirrorResponse, describe_change, publish_response
-from dbt.adapters.openmirror.run_plan import (
+from dbt.adapters.openmirror.publishing.recovery import ABANDON, DISCARD, ROLL_FORWARD, decide
+from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
+from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     REBUILD,
     Destination,
@@ -57,9 +57,9 @@ from dbt.adapters.openmirror.run_plan import (
     snapshot_properties,
     snapshot_record,
 )
-from dbt.adapters.openmirror.schema_plan import ColumnSpec, check_reserved_names, plan_schema
-from dbt.adapters.openmirror.session_defaults import apply_session_defaults
-from dbt.adapters.openmirror.staging import (
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
+from dbt.adapters.openmirror.publishing.staging import (
     Staging,
     choose_mode,
     discard_local,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.spark_errors import error_text
+from dbt.adapters.openmirror.spark.statement_errors import error_text
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[2]

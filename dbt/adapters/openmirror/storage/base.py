@@ -6,7 +6,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, List, NamedTuple, Optional
 
 from dbt.adapters.openmirror.errors import UnsafePathError
-from dbt.adapters.openmirror.landing_zone import SCRATCH_FOLDER
+from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
 
 
 def deletable(path: str, location: str) -> PurePosixPath:

@@ -1,0 +1,1 @@
+"""Package mode: publishing what a stock dbt-spark project staged."""

@@ -1,0 +1,433 @@
+"""`dbt-openmirror publish`: the second half of package mode, outside dbt.
+
+In package mode (macros/materializations/open_mirror_package.sql) dbt runs on a stock Spark or
+Databricks connection and only stages each run's change files in `_scratchPad/`, recording the
+run in the manifest table, whose Parquet files live in the landing zone too. This module reads
+the manifest without Spark and publishes every staged run, table by table in staging order, with
+the plugin's own publisher (journal, create-only renames) under the plugin's per-table lease. It
+then appends a `published` row to the manifest, as a Parquet file of the manifest table's shape.
+
+Exactly once: the journal's `lastRunId` says which run a table folder holds last. A run staged
+against a different run (its `base_run_id`) is not published: the chain is broken (for example
+a staged run was deleted), and only a `--full-refresh` of the model can bring the table back.
+"""
+
+import json
+import tempfile
+import uuid
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError
+from dbt.adapters.openmirror.rules.landing_zone import (
+    RUN_ID_PATTERN,
+    SCHEMA_FOLDER_SUFFIX,
+    SCRATCH_FOLDER,
+    folder_name_problem,
+    scratch_path,
+)
+from dbt.adapters.openmirror.publishing.lease import Fence, Heartbeat, LeaseManager
+from dbt.adapters.openmirror.publishing.publisher import Publisher, PublishRecord
+from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
+from dbt.adapters.openmirror.publishing.recovery import ROLL_FORWARD, decide
+from dbt.adapters.openmirror.planning.run_plan import check_key_columns
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+MANIFEST_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/manifest"
+STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
+#: A run of a model with publish='after_tests' whose tests have not passed yet: not published
+#: until the invocation's on-run-end hook marks it staged (or discarded).
+HELD = "held"
+FULL, INCREMENTAL = "full", "incremental"
+# A run's states only move forward; its row with the highest rank is its state.
+_STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3}
+_MARKERS = ("0", "1", "2", "4")
+
+#: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
+MANIFEST_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("model", pa.string()), ("table_folder", pa.string()),
+    ("key_columns", pa.string()), ("base_run_id", pa.string()), ("load", pa.string()),
+    ("reason", pa.string()), ("staged_sequence", pa.int64()), ("staged_folder", pa.string()),
+    ("rows", pa.int64()), ("marker_counts", pa.string()), ("state", pa.string()),
+    ("recorded_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """A run as the manifest records it, in its latest state."""
+
+    run_id: str
+    model: str
+    table_folder: str
+    key_columns: List[str]
+    base_run_id: Optional[str]
+    load: str
+    reason: str
+    staged_sequence: int
+    staged_folder: str
+    rows: int
+    marker_counts: Dict[str, int]
+    state: str
+    recorded_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Dict) -> "StagedRun":
+        """The run one manifest row records. The manifest is data anyone with access could edit,
+        so every field is checked: ValueError names the first that is not what package mode
+        writes. The staged folder must be the run's own (`scratch_path`), since it is renamed
+        from and deleted."""
+        run_id = _run_id(row, "run_id")
+        staged_folder = _field(row, "staged_folder", str, "a folder")
+        if staged_folder != scratch_path(run_id):
+            raise ValueError(
+                f"staged_folder {staged_folder!r} is not the staged folder of run {run_id} "
+                f"({scratch_path(run_id)})"
+            )
+        state = _field(row, "state", str, "a state")
+        if state not in _STATE_RANK:
+            raise ValueError(f"state {state!r} is not one of {', '.join(_STATE_RANK)}")
+        load = _field(row, "load", str, "a load")
+        if load not in (FULL, INCREMENTAL):
+            raise ValueError(f"load {load!r} is not '{FULL}' or '{INCREMENTAL}'")
+        return cls(
+            run_id=run_id, model=_field(row, "model", str, "a model name"),
+            table_folder=_table_folder(row), key_columns=_key_columns(row),
+            base_run_id=None if row.get("base_run_id") is None else _run_id(row, "base_run_id"),
+            load=load, reason=_field(row, "reason", (str, type(None)), "a text") or "",
+            staged_sequence=_whole(row, "staged_sequence", 1), staged_folder=staged_folder,
+            rows=_whole(row, "rows", 0), marker_counts=_marker_counts(row), state=state,
+            recorded_at=_field(row, "recorded_at", datetime, "a timestamp"),
+        )
+
+    def to_row(self, state: str) -> Dict:
+        row = {name: getattr(self, name) for name in MANIFEST_SCHEMA.names}
+        row.update(
+            key_columns=json.dumps(self.key_columns), marker_counts=json.dumps(self.marker_counts),
+            state=state, recorded_at=datetime.now(timezone.utc),
+        )
+        return row
+
+    def describe(self) -> str:
+        load = "full load" if self.load == FULL else "changes"
+        return f"run {self.run_id} of '{self.model}' ({load}, {self.rows} rows)"
+
+
+# What identifies a run: its rows may differ only in state and time.
+_RUN_FIELDS = [f.name for f in fields(StagedRun) if f.name not in ("state", "recorded_at")]
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    run: StagedRun
+    names: List[str]
+
+    def describe(self) -> str:
+        files = f"{self.names[0]} .. {self.names[-1]}" if len(self.names) > 1 else (
+            self.names[0] if self.names else "no file (no changes)"
+        )
+        return f"{self.run.table_folder}: published {self.run.describe()} as {files}"
+
+
+def _manifest_files(storage: LandingZoneStorage) -> List[str]:
+    # Spark's _SUCCESS and .crc files, and our own files while they are uploaded, start with _ or .
+    return [
+        f"{MANIFEST_FOLDER}/{name}" for name in sorted(storage.list_names(MANIFEST_FOLDER))
+        if not name.startswith(("_", ".")) and name.endswith(".parquet")
+    ]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    #: Every run in its latest state, in staging order per table folder.
+    runs: List[StagedRun]
+    #: Files and rows that were skipped, and why.
+    problems: List[str]
+
+
+def load_manifest(storage: LandingZoneStorage) -> Manifest:
+    """The manifest's runs; rows that are not what package mode writes, and runs whose rows
+    disagree, are skipped and reported instead of stopping every table."""
+    rows_of: Dict[str, List[StagedRun]] = {}
+    problems: List[str] = []
+    for path in _manifest_files(storage):
+        with storage.open_read(path) as handle:
+            try:
+                rows = pq.read_table(handle).to_pylist()
+            except (pa.ArrowException, ValueError) as exc:
+                problems.append(f"{path}: not readable as a manifest file ({exc}); skipped")
+                continue
+        for number, row in enumerate(rows, start=1):
+            try:
+                run = StagedRun.from_row(row)
+            except ValueError as exc:
+                problems.append(f"{path} row {number}: {exc}; the row is skipped")
+                continue
+            rows_of.setdefault(run.run_id, []).append(run)
+    latest = []
+    for run_id, runs in rows_of.items():
+        problem = _disagreement(runs)
+        if problem:
+            problems.append(f"the manifest rows of run {run_id} {problem}; the run is skipped")
+        else:
+            latest.append(max(runs, key=lambda r: _STATE_RANK[r.state]))
+    return Manifest(sorted(latest, key=lambda r: (r.table_folder, r.staged_sequence)), problems)
+
+
+def _disagreement(runs: List[StagedRun]) -> Optional[str]:
+    """What the rows of one run contradict each other on (they differ only in state and time)."""
+    differing = [name for name in _RUN_FIELDS if any(getattr(r, name) != getattr(runs[0], name) for r in runs)]
+    if differing:
+        return f"disagree on {', '.join(differing)}"
+    if {STAGED, DISCARDED} <= {r.state for r in runs}:
+        return f"record it as both {STAGED} and {DISCARDED}"
+    return None
+
+
+def read_manifest(storage: LandingZoneStorage) -> List[StagedRun]:
+    """Every run the manifest knows, in its latest state, in staging order per table folder."""
+    return load_manifest(storage).runs
+
+
+def _published_name(run_id: str) -> str:
+    return f"published-{run_id}.parquet"
+
+
+def record_published(storage: LandingZoneStorage, run: StagedRun) -> None:
+    """Append the run's `published` row to the manifest table: uploaded under a hidden name of
+    this writer's, then renamed create-only, so Spark never reads a partial file and a retry
+    (or another publisher) adds nothing."""
+    name = _published_name(run.run_id)
+    hidden = f"{MANIFEST_FOLDER}/_{name}.{uuid.uuid4().hex[:12]}"
+    with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
+        local_file = Path(local) / name
+        pq.write_table(pa.Table.from_pylist([run.to_row(PUBLISHED)], schema=MANIFEST_SCHEMA), local_file)
+        storage.upload_file(local_file, hidden)
+    try:
+        storage.rename_create_only(hidden, f"{MANIFEST_FOLDER}/{name}")
+    except TargetExistsError:
+        storage.delete_file(hidden)
+
+
+def _message(exc: Exception) -> str:
+    return getattr(exc, "msg", None) or str(exc)
+
+
+def _field(row: Dict, name: str, kind, what: str):
+    value = row.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{name} {value!r} is not {what}")
+    return value
+
+
+def _run_id(row: Dict, name: str) -> str:
+    value = _field(row, name, str, "a run id")
+    if not RUN_ID_PATTERN.fullmatch(value):
+        raise ValueError(f"{name} {value!r} is not a run id (letters, digits and '-')")
+    return value
+
+
+def _whole(row: Dict, name: str, least: int) -> int:
+    value = _field(row, name, int, f"a whole number of at least {least}")
+    if value < least:
+        raise ValueError(f"{name} {value!r} is not a whole number of at least {least}")
+    return value
+
+
+def _json(row: Dict, name: str):
+    text = _field(row, name, str, "JSON text")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not valid JSON") from None
+
+
+def _key_columns(row: Dict) -> List[str]:
+    keys = _json(row, "key_columns")
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise ValueError(f"key_columns {row['key_columns']!r} is not a list of column names")
+    return keys
+
+
+def _marker_counts(row: Dict) -> Dict[str, int]:
+    counts = _json(row, "marker_counts")
+    if not isinstance(counts, dict) or not all(
+        marker in _MARKERS and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+        for marker, n in counts.items()
+    ):
+        raise ValueError(
+            f"marker_counts {row['marker_counts']!r} is not a count of rows per marker "
+            f"({', '.join(_MARKERS)})"
+        )
+    return counts
+
+
+def _table_folder(row: Dict) -> str:
+    """A table folder (`<table>` or `<schema>.schema/<table>`) with valid folder names."""
+    folder = _field(row, "table_folder", str, "a table folder")
+    parts = folder.split("/")
+    if len(parts) == 2 and parts[0].endswith(SCHEMA_FOLDER_SUFFIX):
+        parts[0] = parts[0][: -len(SCHEMA_FOLDER_SUFFIX)]
+    elif len(parts) != 1:
+        parts = []
+    problems = [f"'{part}': {folder_name_problem(part)}" for part in parts if folder_name_problem(part)]
+    if not parts or problems:
+        raise ValueError(
+            f"table_folder {folder!r} is not a landing-zone table folder "
+            f"({'; '.join(problems) or 'expected <schema>.schema/<table>'})"
+        )
+    return folder
+
+
+class PackagePublisher:
+    def __init__(
+        self, storage: LandingZoneStorage, lease_ttl_seconds: float = DEFAULT_LEASE_TTL_SECONDS,
+        lease_wait_seconds: float = 0, rebuild_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.storage = storage
+        self.publisher = Publisher(storage, MirroringService(storage, log))
+        self.leases = LeaseManager(storage)
+        self.lease_ttl_seconds = lease_ttl_seconds
+        self.lease_wait_seconds = lease_wait_seconds
+        self.rebuild_wait_seconds = rebuild_wait_seconds
+        self.log = log
+
+    def publish(self) -> List[PublishedRun]:
+        """Publish every staged run. A table whose runs cannot be published (also for a storage
+        error) stops only itself, a manifest row that is not valid only itself; the first
+        problem is raised once everything else is done."""
+        manifest = load_manifest(self.storage)
+        problems = [f"manifest: {problem}" for problem in manifest.problems]
+        for problem in problems:
+            self.log(problem)
+        runs = manifest.runs
+        published: List[PublishedRun] = []
+        for table_folder in dict.fromkeys(r.table_folder for r in runs if r.state == STAGED):
+            waiting = [r for r in runs if r.table_folder == table_folder and r.state == STAGED]
+            try:
+                published += self._publish_table(table_folder, waiting)
+            except (OpenMirrorError, OSError) as exc:
+                problems.append(f"{table_folder}: {_message(exc)}")
+                self.log(problems[-1])
+        for run in runs:
+            try:
+                if run.state == DISCARDED and self.storage.list_names(run.staged_folder):
+                    self.publisher.discard(run.staged_folder)
+            except (OpenMirrorError, OSError) as exc:
+                problems.append(f"{run.describe()}: its staged files could not be removed: {_message(exc)}")
+                self.log(problems[-1])
+        if problems:
+            more = f" (and {len(problems) - 1} more problems, reported above)" if len(problems) > 1 else ""
+            raise PublishError(problems[0] + more)
+        return published
+
+    def _publish_table(self, table_folder: str, runs: List[StagedRun]) -> List[PublishedRun]:
+        models = sorted({r.model for r in runs})
+        if len(models) > 1:
+            raise PublishError(
+                f"models {', '.join(repr(m) for m in models)} all staged runs for {table_folder}: "
+                "two models (or two targets) must not publish into one table folder, each would "
+                "rebuild the other's table. Nothing of it was published; give one of them another "
+                "mirror_table, mirror_schema or landing_zone."
+            )
+        holder = f"publish-{uuid.uuid4().hex[:12]}"
+        lease = self.leases.acquire(
+            table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds
+        )
+        heartbeat = Heartbeat(
+            self.leases, lease, self.lease_ttl_seconds,
+            lambda exc: self.log(f"{table_folder}: could not renew the lease: {exc}"),
+        )
+        fence = self.leases.fence(lease)
+        try:
+            # Another publisher may have published some of them since the manifest was read.
+            done = set(self.storage.list_names(MANIFEST_FOLDER))
+            runs = [r for r in runs if _published_name(r.run_id) not in done]
+            self._finish_interrupted(table_folder, runs, fence)
+            published = []
+            for run in runs:
+                names = self._publish_run(run, fence)
+                record_published(self.storage, run)
+                if names is not None:
+                    published.append(PublishedRun(run, names))
+                    self.log(published[-1].describe())
+            return published
+        except (OpenMirrorError, OSError):
+            fence.check()  # a publisher that lost its lease says so, whatever failed
+            raise
+        finally:
+            heartbeat.stop()
+            self.leases.release(lease)
+
+    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun], fence: Fence) -> None:
+        """A publish journaled but not committed (the command stopped): the staged run is
+        durable, so finish it when its files are all still there; otherwise forget it."""
+        pending = self.publisher.table_state(table_folder).pending
+        if pending is None:
+            return
+        staged = {r.run_id for r in runs}
+        recovery = decide(
+            pending, self.publisher.published_names(table_folder),
+            set(self.storage.list_names(pending.staged_folder)),
+            pending.run_id if pending.run_id in staged else None, None,
+        )
+        self.log(f"{table_folder}: recovering: {recovery.message}")
+        if recovery.action == ROLL_FORWARD:
+            self.publisher.complete(pending, fence)
+            self.publisher.commit(pending, fence)
+        else:
+            self.publisher.abandon(pending, fence)
+
+    def _publish_run(self, run: StagedRun, fence: Fence) -> Optional[List[str]]:
+        """The run's files into the next numbers; None when an earlier attempt published it."""
+        fence.check()  # what this publisher read of the manifest may be stale otherwise
+        folder = run.table_folder
+        record: Optional[PublishRecord] = self.publisher.read_record(folder)
+        if record is not None and record.run_id == run.run_id:
+            self.publisher.discard(run.staged_folder)  # the commit may have stopped before this
+            return None
+        state = self.publisher.table_state(folder)
+        if run.load != FULL:
+            last = record.run_id if record is not None else None
+            if not state.exists or run.base_run_id != last:
+                raise PublishError(
+                    f"{run.describe()} holds the changes since run {run.base_run_id}, but "
+                    f"{self.storage.location}/{folder} "
+                    + (f"holds run {last} last" if state.exists else "does not exist")
+                    + f". Nothing more of this table was published. Run `dbt run --full-refresh -s "
+                    f"{run.model}` to stage the whole table again."
+                )
+            if state.numbering_conflict:
+                raise PublishError(f"Model '{run.model}': {state.numbering_conflict}")
+            check_key_columns(run.model, state.key_columns, run.key_columns)
+            if state.owner is not None and state.owner != run.model:
+                raise PublishError(
+                    f"Model '{run.model}' staged run {run.run_id} for {self.storage.location}/{folder}, "
+                    f"which {state.owner} publishes: two models (or two targets) must not publish into "
+                    "one table folder. Nothing more of this table was published; give one of them "
+                    f"another mirror_table, mirror_schema or landing_zone, or run `dbt run "
+                    f"--full-refresh -s {run.model}` to take the folder over."
+                )
+        pending = self.publisher.prepare(
+            folder, run.key_columns, run.staged_folder, state, run.rows, run.model, run.run_id,
+            full_load=run.load == FULL, rebuild=run.load == FULL and state.exists, owner=run.model,
+        )
+        # The plugin's sequence, also without files: the record then names this run, so the
+        # chain goes on from it.
+        self.publisher.begin(pending, fence, self.rebuild_wait_seconds)
+        self.publisher.complete(pending, fence)
+        self.publisher.commit(pending, fence)
+        return pending.names
+
+
+def staged_runs(storage: LandingZoneStorage) -> List[StagedRun]:
+    """Runs waiting for `dbt-openmirror publish`, runs still being staged, and runs held for
+    their tests."""
+    return [r for r in read_manifest(storage) if r.state in (STAGING, HELD, STAGED)]

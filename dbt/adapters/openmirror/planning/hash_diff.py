@@ -1,0 +1,55 @@
+"""The fast diff's decisions: which columns the key hashes cover, and how many tasks write.
+
+Each run writes its output's key hashes table (the key and a 128-bit hash of each row, bucketed
+and sorted by the key) next to the snapshot; joining it with the snapshot's finds the changed
+keys. The SQL is in macros/sql/hash_diff.sql, with the signature of what the hashes cover. Here:
+the hashed columns, the bucket count and the writer count.
+"""
+
+import math
+from typing import List, Sequence
+
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
+
+#: Table properties on a key hashes table: the run that wrote it and what its hashes cover.
+HASHES_RUN_ID = "openmirror.run_id"
+HASHES_COLUMNS = "openmirror.hash_columns"
+#: Change rows one writer task takes at most; larger change sets are written in parallel.
+ROWS_PER_WRITER = 1_000_000
+MAX_WRITERS = 64
+#: Rows per bucket of a key hashes table (about 32 MB with two bigint keys).
+ROWS_PER_BUCKET = 1_000_000
+MAX_BUCKETS = 4096
+
+
+def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> List[ColumnSpec]:
+    """The published non-key columns, in name order so that reordering columns changes nothing."""
+    keys = {k.lower() for k in key_columns}
+    return sorted((c for c in plan.columns if c.name.lower() not in keys), key=lambda c: c.name.lower())
+
+
+def writer_count(change_rows: int, max_rows_per_file: int) -> int:
+    """Writer tasks for a change set: one for up to ROWS_PER_WRITER rows (or one file's worth)."""
+    per_writer = min(ROWS_PER_WRITER, max_rows_per_file) if max_rows_per_file else ROWS_PER_WRITER
+    return max(1, min(MAX_WRITERS, math.ceil(change_rows / per_writer)))
+
+
+def file_count(change_rows: int, writers: int, max_rows_per_file: int, full_load: bool) -> int:
+    """How many files `writers` tasks write for a change set (a dry run's estimate): the rows
+    spread evenly over the writers, each file at most `max_rows_per_file`; a full load writes a
+    file even when empty, so that the table exists."""
+    if change_rows == 0:
+        return 1 if full_load else 0
+    per_writer = math.ceil(change_rows / writers)
+    files_per_writer = math.ceil(per_writer / max_rows_per_file) if max_rows_per_file else 1
+    return min(change_rows, writers * files_per_writer)
+
+
+def bucket_count(rows: int, key_types: Sequence[str]) -> int:
+    """Buckets of a key hashes table: a power of two, so the count stays put while the table
+    grows or shrinks a little, and consecutive runs' tables join without a shuffle. 0 (not
+    bucketed; the join then shuffles) for collated string keys, which Spark cannot bucket by."""
+    if any("collate" in key_type.lower() for key_type in key_types):
+        return 0
+    wanted = max(1, math.ceil(rows / ROWS_PER_BUCKET))
+    return min(MAX_BUCKETS, 1 << (wanted - 1).bit_length())

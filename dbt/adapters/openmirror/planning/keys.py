@@ -1,0 +1,77 @@
+"""Unique-key rules: the key columns must exist, and be non-NULL and unique in every output."""
+
+from typing import Iterable, List, Sequence, Tuple
+
+from dbt.adapters.openmirror.errors import KeyColumnsError
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+
+_FLOATING_POINT = ("float", "double", "real")
+_STRING_TYPES = ("string", "varchar", "char")
+HIDDEN = "(values hidden: show_key_values=false)"
+
+
+def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> List[str]:
+    """The model's own spelling of each key column (Spark matches names case-insensitively)."""
+    by_lower = {c.lower(): c for c in columns}
+    missing = [k for k in unique_key if k.lower() not in by_lower]
+    if missing:
+        raise KeyColumnsError(
+            f"Model '{model}': unique_key column(s) {missing} are not in the model's output; "
+            f"its columns are {list(columns)}"
+        )
+    return [by_lower[k.lower()] for k in unique_key]
+
+
+def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> List[str]:
+    """Refuse key types that cannot identify rows; warnings for those the mirror may compare
+    differently than Spark does."""
+    for column in key_columns:
+        if column.data_type.strip().lower().startswith("map<"):
+            raise KeyColumnsError(
+                f"Model '{model}': unique_key column '{column.name}' is {column.data_type}; maps "
+                "cannot be compared or grouped, so they cannot identify rows. Use other key columns."
+            )
+    return [
+        f"Model '{model}': unique_key column '{column.name}' is {column.data_type}. Floating-point "
+        "keys are fragile: NaN and -0.0 / 0.0 may match or not depending on who compares them (the "
+        "mirror's MERGE, the SQL endpoint, Spark), so an update or delete can miss its row. Prefer "
+        "an integer, decimal or string key."
+        for column in key_columns
+        if column.data_type.strip().lower() in _FLOATING_POINT
+    ]
+
+
+def string_keys(key_columns: Sequence[ColumnSpec]) -> List[str]:
+    """Key columns whose values the mirror's SQL may compare ignoring case or trailing spaces."""
+    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(_STRING_TYPES)]
+
+
+def raise_key_problems(
+    model: str, key_columns: Sequence[str], problems: Iterable[Tuple], show_values: bool = True
+) -> None:
+    """Fail on the first NULL or duplicated key found by the `openmirror_key_problems_sql` macro;
+    its example values only when `show_values` (model config show_key_values)."""
+    for problem, example, rows in problems:
+        if problem == "NULL":
+            where = f"e.g. the row with {example}" if show_values else HIDDEN
+            raise KeyColumnsError(
+                f"Model '{model}': unique_key {list(key_columns)} has NULL values, {where}. The "
+                "mirror needs every key column set; filter or coalesce them."
+            )
+        which = example if show_values else f"a key {HIDDEN}"
+        raise KeyColumnsError(
+            f"Model '{model}': unique_key {list(key_columns)} is not unique: {which} appears "
+            f"in {rows} rows. Each key must identify one row of the model's output."
+        )
+
+
+def lookalike_warning(model: str, key_columns: Sequence[str], pair: Tuple[str, str], show_values: bool) -> str:
+    """Two keys that differ only in case or trailing spaces (openmirror_key_lookalikes_sql)."""
+    shown = f"{pair[0]!r} and {pair[1]!r}" if show_values else f"two keys {HIDDEN}"
+    return (
+        f"Model '{model}': unique_key {list(key_columns)} has keys that differ only in letter case "
+        f"or trailing spaces: {shown}. The mirror keeps them apart, but its SQL analytics endpoint "
+        "ignores trailing spaces when it compares strings (and letter case under a "
+        "case-insensitive collation), so queries there may see two rows for one key. Normalise "
+        "the key in the model (e.g. upper(trim(...))) if they mean the same thing."
+    )

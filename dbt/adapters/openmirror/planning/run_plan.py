@@ -1,0 +1,185 @@
+"""Decide how a run publishes: a first load, an incremental change file, or a rebuild."""
+
+import json
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
+from dbt.adapters.openmirror.publishing.publisher import TableFolderState
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
+
+INITIAL, INCREMENTAL, REBUILD = "initial", "incremental", "rebuild"
+FIRST_PUBLISH, FULL_REFRESH = "first publish", "--full-refresh"
+
+# Table properties on the snapshot table `{{ this }}`: which landing zone, folder and number it
+# matches, the run that published it, and the names the mirror knows its columns by.
+SNAPSHOT_TABLE_FOLDER = "openmirror.table_folder"
+SNAPSHOT_SEQUENCE_NUMBER = "openmirror.sequence_number"
+SNAPSHOT_RUN_ID = "openmirror.run_id"
+SNAPSHOT_LANDING_ZONE = "openmirror.landing_zone"
+SNAPSHOT_PUBLISHED_COLUMNS = "openmirror.published_columns"
+#: On a snapshot that holds a change waiting for its tests (publish='after_tests'), until published.
+SNAPSHOT_HELD = "openmirror.held"
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a run publishes, and as whom: the model and its snapshot relation (`{{ this }}`),
+    which together own a table folder."""
+
+    model: str
+    landing_zone: str
+    table_folder: str
+    owner: str
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    table_folder: str
+    sequence_number: int
+    run_id: Optional[str] = None
+    #: Recorded since snapshots are tied to their landing zone (None on older snapshots).
+    landing_zone: Optional[str] = None
+    published_columns: Optional[List[str]] = None
+    #: The snapshot holds a change not published yet (write-audit-publish).
+    held: bool = False
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    mode: str
+    reason: str
+    schema: SchemaPlan
+    #: The key columns as the table folder declares them (the mirror's spelling).
+    key_columns: List[str]
+
+    @property
+    def unexpected(self) -> bool:
+        """A full load nobody asked for (not a first publish, not --full-refresh): a warning."""
+        return self.mode != INCREMENTAL and self.reason not in (FIRST_PUBLISH, FULL_REFRESH)
+
+
+def snapshot_properties(
+    destination: Destination, sequence_number: int, run_id: str, published_columns: Sequence[str],
+    held: bool = False,
+) -> Dict[str, str]:
+    properties = {
+        SNAPSHOT_LANDING_ZONE: destination.landing_zone,
+        SNAPSHOT_TABLE_FOLDER: destination.table_folder,
+        SNAPSHOT_SEQUENCE_NUMBER: str(int(sequence_number)),
+        SNAPSHOT_RUN_ID: run_id,
+        SNAPSHOT_PUBLISHED_COLUMNS: json.dumps(list(published_columns)),
+    }
+    if held:
+        properties[SNAPSHOT_HELD] = "true"
+    return properties
+
+
+def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
+    """The record a previous run left on the snapshot table, if any."""
+    folder = properties.get(SNAPSHOT_TABLE_FOLDER)
+    number = properties.get(SNAPSHOT_SEQUENCE_NUMBER)
+    if folder is None or number is None or not str(number).isdigit():
+        return None
+    try:
+        columns = json.loads(properties[SNAPSHOT_PUBLISHED_COLUMNS])
+    except (KeyError, ValueError):
+        columns = None
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        columns = None
+    return SnapshotRecord(
+        folder, int(number), properties.get(SNAPSHOT_RUN_ID), properties.get(SNAPSHOT_LANDING_ZONE), columns,
+        properties.get(SNAPSHOT_HELD) == "true",
+    )
+
+
+def check_key_columns(model: str, declared: Optional[List[str]], key_columns: Sequence[str]) -> None:
+    if declared is not None and list(declared) != list(key_columns):
+        raise KeyColumnsError(
+            f"Model '{model}': unique_key is now {list(key_columns)} but the mirrored table was "
+            f"declared with keyColumns {declared}. The mirror can never change a table's key in "
+            "place; run with --full-refresh to rebuild the mirrored table with the new key."
+        )
+
+
+def _check_owner(destination: Destination, folder: TableFolderState) -> None:
+    if folder.owner is not None and folder.owner != destination.owner:
+        raise PublishError(
+            f"Model '{destination.model}' (snapshot {destination.owner}) would publish into "
+            f"{destination.landing_zone}/{destination.table_folder}, which {folder.owner} publishes. "
+            "Two models (or two targets) must not publish into one table folder: each would rebuild "
+            "the other's table. Give one of them another mirror_table, mirror_schema or "
+            "landing_zone. If the other no longer publishes here, run this model with "
+            "--full-refresh to take the table folder over. Nothing was published."
+        )
+
+
+def _folder_plan(
+    destination: Destination,
+    key_columns: Sequence[str],
+    folder: TableFolderState,
+    snapshot: Optional[SnapshotRecord],
+    full_refresh: bool,
+) -> Tuple[str, str]:
+    """(mode, reason) from the table folder and the snapshot alone."""
+    model, table_folder = destination.model, destination.table_folder
+    if full_refresh:
+        return (REBUILD if folder.exists else INITIAL), FULL_REFRESH
+    _check_owner(destination, folder)
+    if folder.numbering_conflict:
+        raise PublishError(f"Model '{model}': {folder.numbering_conflict}")
+    check_key_columns(model, folder.key_columns, key_columns)
+    if not folder.exists:
+        return INITIAL, ("the table folder was missing" if snapshot else FIRST_PUBLISH)
+    if snapshot is None:
+        return REBUILD, "no snapshot table records what the table folder holds"
+    if snapshot.landing_zone is not None and snapshot.landing_zone != destination.landing_zone:
+        return REBUILD, (
+            f"the snapshot was published to {snapshot.landing_zone}/{snapshot.table_folder}, not to "
+            f"{destination.landing_zone}/{table_folder}"
+        )
+    if snapshot.table_folder != table_folder:
+        return REBUILD, f"the snapshot was published to {snapshot.table_folder}, not {table_folder}"
+    if snapshot.sequence_number != folder.last_sequence_number:
+        return REBUILD, (
+            f"the snapshot matches file {snapshot.sequence_number} but the table folder ends at "
+            f"{folder.last_sequence_number} (an earlier run stopped between publishing and "
+            "recording)"
+        )
+    if snapshot.landing_zone is not None and folder.last_run_id not in (None, snapshot.run_id):
+        return REBUILD, (
+            f"the table folder's last publish is run {folder.last_run_id}, but the snapshot holds "
+            f"what run {snapshot.run_id} published (another landing zone or target was published "
+            "from this snapshot since)"
+        )
+    return INCREMENTAL, ""
+
+
+def plan_run(
+    destination: Destination,
+    key_columns: Sequence[str],
+    folder: TableFolderState,
+    snapshot: Optional[SnapshotRecord],
+    full_refresh: bool,
+    previous_columns: Optional[Sequence[ColumnSpec]],
+    current_columns: Sequence[ColumnSpec],
+    on_schema_change: str,
+) -> RunPlan:
+    """Publish incrementally only when the snapshot provably matches the table folder and the
+    column changes can be published in place; otherwise load everything again. `key_columns`
+    are spelled as the model spells them."""
+    model = destination.model
+    published_names = snapshot.published_columns if snapshot else None
+    spelling = {name.lower(): name for name in (published_names or [c.name for c in previous_columns or []])}
+    published_keys = [spelling.get(k.lower(), k) for k in key_columns]
+    mode, reason = _folder_plan(destination, published_keys, folder, snapshot, full_refresh)
+    if mode != INCREMENTAL:
+        full = plan_schema(model, None, current_columns, on_schema_change)
+        return RunPlan(mode, reason, full, list(key_columns))
+    schema = plan_schema(model, previous_columns, current_columns, on_schema_change, published_names)
+    if schema.rebuild_reason:
+        return RunPlan(
+            REBUILD, f"on_schema_change='sync_all_columns': {schema.rebuild_reason}",
+            plan_schema(model, None, current_columns, on_schema_change), list(key_columns),
+        )
+    return RunPlan(INCREMENTAL, "", schema, published_keys)

@@ -1,0 +1,391 @@
+"""One publisher per table folder: a lease in the landing zone, taken with create-only writes.
+
+A lease is a numbered file `_scratchPad/dbt-openmirror/leases/<table folder>/<generation>.json`;
+the highest generation is the lease. Taking it means creating the next generation create-only,
+which exactly one contender can do, and only when the current one is released or stale. The
+holder renews its own file while it runs (a conditional write: a file someone replaced is not
+brought back) and marks it released when done. Generations only grow: the released file stays
+until the next lease, and a lease is numbered above the generation the table's journal was last
+written under. So a generation fences writers: the journal refuses one older than its own.
+
+Stale means: released; expired by the storage's clock (the lease file's Last-Modified plus its
+time to live against the Last-Modified of a probe written now: hosts' clocks never meet); held by
+a run of this process that is no longer active; or, on Linux, held by a process of the same boot
+and PID namespace that no longer exists (elsewhere, and across namespaces, only expiry counts).
+The holder judges its own lease by its monotonic clock from when it sent its last renewal, less a
+margin, so it gives up before any contender can find it expired.
+"""
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, WriteConflictError
+from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
+from dbt.adapters.openmirror.publishing.publisher import recorded_lease_generation
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+LEASE_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/leases"
+_GENERATION_DIGITS = 12
+# The holder stops this much before its lease can expire for others: OneLake's Last-Modified has
+# whole seconds, and a clock may run a little fast against the storage's while a lease lasts.
+_MARGIN_SECONDS = 1.0
+_DRIFT = 0.01
+
+# Runs of this process that hold a lease now; a lease naming this process and another run id is
+# left over from an earlier run in this process (one that failed without releasing it).
+_ACTIVE_RUNS: Dict[str, str] = {}
+_ACTIVE_LOCK = threading.Lock()
+# One random token per process (keyed by pid, so that a forked child gets its own).
+_TOKENS: Dict[int, str] = {}
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """The process holding a lease, and what another process needs to tell whether it runs."""
+
+    host: str
+    pid: int
+    #: Random, one per process: a lease with this token was taken by this very process.
+    token: str
+    #: Linux: the kernel's boot id and the PID namespace; a pid names the same process only
+    #: where both are the same. None elsewhere (no same-host shortcut there).
+    boot_id: Optional[str] = None
+    pid_namespace: Optional[str] = None
+
+    @classmethod
+    def of_this_process(cls) -> "ProcessIdentity":
+        pid = os.getpid()
+        with _ACTIVE_LOCK:
+            token = _TOKENS.setdefault(pid, uuid.uuid4().hex)
+        boot_id = pid_namespace = None
+        if sys.platform.startswith("linux"):
+            try:
+                boot_id = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+                pid_namespace = os.readlink("/proc/self/ns/pid")
+            except OSError:  # no /proc (a sandbox): only expiry counts
+                boot_id = pid_namespace = None
+        return cls(socket.gethostname(), pid, token, boot_id, pid_namespace)
+
+    def sees_pids_of(self, other: "ProcessIdentity") -> bool:
+        """Whether `other.pid` means the same process here (same boot, same PID namespace)."""
+        return None not in (self.boot_id, self.pid_namespace) and (
+            (self.boot_id, self.pid_namespace) == (other.boot_id, other.pid_namespace)
+        )
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    run_id: str
+    model: str
+    process: ProcessIdentity
+    #: The holder's own clock, shown only.
+    acquired_at: float
+    ttl_seconds: float
+    released: bool = False
+
+    def to_json(self) -> str:
+        process = self.process
+        return json.dumps(
+            {"runId": self.run_id, "model": self.model, "host": process.host, "pid": process.pid,
+             "token": process.token, "bootId": process.boot_id, "pidNamespace": process.pid_namespace,
+             "acquiredAt": self.acquired_at, "ttlSeconds": self.ttl_seconds, "released": self.released},
+            indent=2,
+        ) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "LeaseHolder":
+        data = json.loads(text)
+        acquired_at = float(data["acquiredAt"])
+        # Lease files of earlier versions carry an absolute expiry instead of a time to live.
+        ttl = data["ttlSeconds"] if "ttlSeconds" in data else float(data["expiresAt"]) - acquired_at
+        process = ProcessIdentity(
+            str(data["host"]), int(data["pid"]), str(data.get("token") or ""),
+            data.get("bootId"), data.get("pidNamespace"),
+        )
+        return cls(str(data["runId"]), str(data["model"]), process, acquired_at, float(ttl),
+                   bool(data.get("released", False)))
+
+    def describe(self, expires_at: Optional[float] = None) -> str:
+        since = datetime.fromtimestamp(self.acquired_at, timezone.utc).isoformat(timespec="seconds")
+        until = (
+            f", lease until {datetime.fromtimestamp(expires_at, timezone.utc).isoformat(timespec='seconds')}"
+            if expires_at is not None else ""
+        )
+        return (f"run {self.run_id} (model '{self.model}', host {self.process.host}, "
+                f"pid {self.process.pid}, since {since}{until})")
+
+
+def _process_alive(pid: int) -> bool:
+    """Only for a pid of this boot and PID namespace (Linux): elsewhere `os.kill(pid, 0)` is not
+    a harmless probe (on Windows it terminates the process)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def generation_name(generation: int) -> str:
+    return f"{generation:0{_GENERATION_DIGITS}d}.json"
+
+
+def _generations(names: List[str]) -> List[int]:
+    found = []
+    for name in names:
+        stem = name[: -len(".json")] if name.endswith(".json") else ""
+        if stem.isdigit() and len(stem) == _GENERATION_DIGITS:
+            found.append(int(stem))
+    return sorted(found)
+
+
+@dataclass
+class Lease:
+    table_folder: str
+    generation: int
+    holder: LeaseHolder
+    #: The stale holder this lease was taken over from, if any (its staged files are left over).
+    taken_from: Optional[LeaseHolder] = None
+    #: The holder's side: the version of its lease file (a renewal or the release replaces only
+    #: that), and until when, by its monotonic clock, no contender can find the lease expired.
+    version: Optional[str] = None
+    valid_until: float = float("-inf")
+
+    @property
+    def path(self) -> str:
+        return f"{LEASE_FOLDER}/{self.table_folder}/{generation_name(self.generation)}"
+
+
+class LeaseManager:
+    def __init__(
+        self,
+        storage: LandingZoneStorage,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        identity: Optional[ProcessIdentity] = None,
+    ) -> None:
+        """`clock` measures durations only (waiting, the holder's own view of its lease)."""
+        self.storage = storage
+        self.clock = clock
+        self.sleep = sleep
+        self.identity = identity or ProcessIdentity.of_this_process()
+
+    def _folder(self, table_folder: str) -> str:
+        return f"{LEASE_FOLDER}/{table_folder}"
+
+    def current(self, table_folder: str) -> Optional[Lease]:
+        """The highest generation and its holder (perhaps released), or None when there is none."""
+        folder = self._folder(table_folder)
+        for generation in reversed(_generations(self.storage.list_names(folder))):
+            text = self.storage.read_text(f"{folder}/{generation_name(generation)}")
+            if text is None:
+                continue  # cleaned up between listing and reading
+            try:
+                return Lease(table_folder, generation, LeaseHolder.from_json(text))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise PublishError(
+                    f"lease file {self.storage.location}/{folder}/{generation_name(generation)} "
+                    f"is damaged ({exc}); delete it if no run is publishing {table_folder}"
+                ) from exc
+        return None
+
+    def describe(self, lease: Lease) -> str:
+        """The holder, with when its lease expires by the storage's clock."""
+        try:
+            expires_at: Optional[float] = self.storage.last_modified(lease.path) + lease.holder.ttl_seconds
+        except FileNotFoundError:
+            expires_at = None
+        return lease.holder.describe(expires_at)
+
+    def _is_stale(self, lease: Lease) -> bool:
+        """Whether another run may take over this lease."""
+        holder = lease.holder
+        if holder.released:
+            return True
+        if holder.process.token == self.identity.token:  # this process: is that run still active?
+            with _ACTIVE_LOCK:
+                if _ACTIVE_RUNS.get(holder.run_id) is None:
+                    return True
+        elif self.identity.sees_pids_of(holder.process) and not _process_alive(holder.process.pid):
+            return True
+        try:
+            written = self.storage.last_modified(lease.path)
+        except FileNotFoundError:
+            return True  # gone since it was read: whoever comes next takes the next generation
+        return written + holder.ttl_seconds <= self._storage_now(lease.table_folder)
+
+    def _storage_now(self, table_folder: str) -> float:
+        """The storage's current time: the Last-Modified of a probe file written now."""
+        probe = f"{self._folder(table_folder)}/_clock-{uuid.uuid4().hex}.tmp"
+        self.storage.write_text(probe, "the storage's time\n", create_only=True)
+        try:
+            return self.storage.last_modified(probe)
+        finally:
+            self.storage.delete_file(probe)
+
+    @staticmethod
+    def _lifetime(ttl_seconds: float) -> float:
+        """How long after sending a write of its lease file the holder may rely on it."""
+        return ttl_seconds - min(_MARGIN_SECONDS + ttl_seconds * _DRIFT, ttl_seconds / 2)
+
+    def acquire(
+        self, table_folder: str, run_id: str, model: str, ttl_seconds: float, wait_seconds: float
+    ) -> Lease:
+        """Take the lease, waiting up to `wait_seconds` for a live holder; else LeaseHeldError."""
+        deadline = self.clock() + wait_seconds
+        floor = recorded_lease_generation(self.storage, table_folder)
+        while True:
+            current = self.current(table_folder)
+            if current is None or self._is_stale(current):
+                lease = self._take(table_folder, run_id, model, ttl_seconds, current, floor)
+                if lease is not None:
+                    return lease
+                continue  # another run took it first: look again
+            now = self.clock()
+            if now >= deadline:
+                raise LeaseHeldError(
+                    f"Model '{model}': table {table_folder} is being published by "
+                    f"{self.describe(current)}. Nothing was published; run again when it "
+                    "has finished, or set lease_wait_seconds to wait for it."
+                )
+            self.sleep(min(1.0, max(deadline - now, 0.05)))
+
+    def _take(
+        self, table_folder: str, run_id: str, model: str, ttl_seconds: float,
+        current: Optional[Lease], floor: int,
+    ) -> Optional[Lease]:
+        """Create the next generation create-only; None when another run created it first."""
+        generation = max(current.generation if current else 0, floor) + 1
+        stale = current.holder if current is not None and not current.holder.released else None
+        holder = LeaseHolder(run_id, model, self.identity, time.time(), ttl_seconds)
+        lease = Lease(table_folder, generation, holder, stale)
+        sent = self.clock()
+        try:
+            lease.version = self.storage.write_text_if(lease.path, holder.to_json(), None)
+        except WriteConflictError:
+            return None
+        lease.valid_until = sent + self._lifetime(ttl_seconds)
+        if stale is not None:
+            # Taken over from a run that did not finish: its lease goes now. A released one
+            # stays until this run knows whether it writes anything (see release).
+            self._forget_older(lease)
+        # Only now: a lease whose taking failed half-way is stale for the next run of this process.
+        with _ACTIVE_LOCK:
+            _ACTIVE_RUNS[run_id] = table_folder
+        return lease
+
+    def _forget_older(self, lease: Lease) -> None:
+        folder = self._folder(lease.table_folder)
+        for generation in _generations(self.storage.list_names(folder)):
+            if generation < lease.generation:
+                self.storage.delete_file(f"{folder}/{generation_name(generation)}")
+
+    def renew(self, lease: Lease) -> None:
+        """Write the lease file again (only the version this holder wrote), so that its
+        Last-Modified, and the holder's own view, move on."""
+        sent = self.clock()
+        try:
+            lease.version = self.storage.write_text_if(lease.path, lease.holder.to_json(), lease.version)
+        except WriteConflictError:
+            lease.valid_until = float("-inf")
+            raise self.lost(lease, "its lease file was replaced or removed by another run") from None
+        lease.valid_until = sent + self._lifetime(lease.holder.ttl_seconds)
+
+    def lost(self, lease: Lease, why: str) -> LeaseHeldError:
+        return LeaseHeldError(
+            f"Model '{lease.holder.model}': run {lease.holder.run_id} lost its lease on "
+            f"{lease.table_folder} ({why}); nothing more is published by this run."
+        )
+
+    def check_held(self, lease: Lease) -> None:
+        """Raise unless `lease` is still the current lease and, by this holder's clock, no
+        contender can have found it expired (checked before every rename and journal write)."""
+        current = self.current(lease.table_folder)
+        if current is None or current.generation != lease.generation or current.holder != lease.holder:
+            taker = (
+                f"{self.describe(current)} took it over" if current is not None and not current.holder.released
+                else "its lease file was removed or released"
+            )
+            raise self.lost(lease, taker)
+        if self.clock() >= lease.valid_until:
+            raise self.lost(lease, (
+                f"it was not renewed within lease_ttl_seconds ({lease.holder.ttl_seconds:g} s): the run "
+                "stalled or could not reach the landing zone. Raise lease_ttl_seconds if runs are slower"
+            ))
+
+    def fence(self, lease: Lease) -> "Fence":
+        return Fence(self, lease)
+
+    def release(self, lease: Lease) -> None:
+        """Mark the lease file released (only if it is still the one this holder wrote). A run
+        that wrote the table's journal leaves its released file, numbered at the journal's
+        generation, for the next lease to number itself after; the older files go. A run that
+        wrote nothing (bad input, no lease needed after all) removes its own file and leaves the
+        leases as it found them: its generation, never shown to the journal, may be taken again."""
+        with _ACTIVE_LOCK:
+            _ACTIVE_RUNS.pop(lease.holder.run_id, None)
+        released = replace(lease.holder, released=True)
+        lease.valid_until = float("-inf")
+        try:
+            lease.version = self.storage.write_text_if(lease.path, released.to_json(), lease.version)
+        except WriteConflictError:
+            return  # taken over since: the newer lease is not this run's to touch
+        if recorded_lease_generation(self.storage, lease.table_folder) < lease.generation:
+            self.storage.delete_file(lease.path)
+        else:
+            self._forget_older(lease)
+
+
+class Fence:
+    """What a writer shows the table's journal and checks before each rename: the generation of
+    its lease, and that it still holds it (publisher.py)."""
+
+    def __init__(self, manager: LeaseManager, lease: Lease) -> None:
+        self._manager = manager
+        self._lease = lease
+
+    @property
+    def generation(self) -> int:
+        return self._lease.generation
+
+    def check(self) -> None:
+        self._manager.check_held(self._lease)
+
+    def lost(self, why: str) -> LeaseHeldError:
+        return self._manager.lost(self._lease, why)
+
+
+class Heartbeat:
+    """Renews a lease every third of its time to live until stopped, or until it is lost."""
+
+    def __init__(self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(manager, lease, ttl_seconds, on_error),
+            name=f"openmirror-lease-{lease.holder.run_id}", daemon=True,
+        )
+        self._thread.start()
+
+    def _run(self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error) -> None:
+        while not self._stop.wait(ttl_seconds / 3):
+            try:
+                manager.renew(lease)
+            except LeaseHeldError as exc:  # someone took it over: renewing cannot get it back
+                on_error(exc)
+                return
+            except Exception as exc:  # the check before each write decides; keep trying
+                on_error(exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -1,0 +1,498 @@
+"""Moves staged change files into a table folder, exactly once.
+
+A publish is journaled in the table folder's record `_dbt_openmirror.json`: `begin` writes the
+run's plan (which staged file becomes which number) as `pending`, `complete` writes
+`_metadata.json` if missing and does the create-only renames, `commit` clears `pending` and
+advances `lastSequenceNumber`. Every step can be repeated after a crash, so a later run finishes
+(or discards) what an interrupted one started; see `recovery.py`. Only file names, footers and
+small JSON files pass through this process.
+
+Every write shows the writer's lease (`lease.Fence`): the lease is checked before each rename and
+journal write, and the journal is replaced only as the writer read it (a conditional write) and
+only by a lease generation at least as new as the one that wrote it last. So a run that stalled
+past its lease and woke up after another run took over can neither roll the journal back nor
+overwrite what the other run wrote; it fails saying it lost its lease.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+
+import pyarrow.parquet as pq
+
+from dbt.adapters.openmirror.rules.markers import ROW_MARKER
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.rules.landing_zone import (
+    METADATA_FILE,
+    PARTNER_EVENTS_FILE,
+    PROCESSED_FOLDERS,
+    PUBLISH_RECORD_FILE,
+    data_file_name,
+    highest_sequence_number,
+    key_columns_from_metadata,
+    metadata_json,
+    parse_sequence_number,
+    partner_events_json,
+    scratch_path,
+)
+from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+if TYPE_CHECKING:
+    from dbt.adapters.openmirror.publishing.lease import Fence
+
+
+@dataclass(frozen=True)
+class PendingPublish:
+    """One run's publish, from the moment it is journaled until it is committed."""
+
+    run_id: str
+    model: str
+    table_folder: str
+    key_columns: List[str]
+    base_sequence_number: int
+    rebuild: bool
+    staged_folder: str
+    #: (staged path, final file name), in publishing order.
+    files: List[Tuple[str, str]]
+    rows: int
+    #: Who publishes: the model's snapshot relation (None when not known, as in package mode).
+    owner: Optional[str] = None
+
+    @property
+    def last_sequence_number(self) -> int:
+        return self.base_sequence_number + len(self.files)
+
+    @property
+    def full_load(self) -> bool:
+        """A full load starts a table folder's numbering (a first load or a rebuild)."""
+        return self.base_sequence_number == 0
+
+    @property
+    def names(self) -> List[str]:
+        return [name for _, name in self.files]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "runId": self.run_id, "baseSequenceNumber": self.base_sequence_number,
+            "rebuild": self.rebuild, "stagedFolder": self.staged_folder, "rows": self.rows,
+            "files": [{"staged": staged, "name": name} for staged, name in self.files],
+            "owner": self.owner,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], record: "PublishRecord", table_folder: str) -> "PendingPublish":
+        pending = cls(
+            run_id=str(data["runId"]), model=record.model, table_folder=table_folder,
+            key_columns=list(record.key_columns), base_sequence_number=int(data["baseSequenceNumber"]),
+            rebuild=bool(data["rebuild"]), staged_folder=str(data["stagedFolder"]),
+            files=[(str(f["staged"]), str(f["name"])) for f in data["files"]], rows=int(data["rows"]),
+            owner=data.get("owner"),
+        )
+        pending._check_paths()
+        return pending
+
+    def _check_paths(self) -> None:
+        """The journal is data: its paths are deleted and renamed only when they are this run's
+        staged files and data file names (ValueError otherwise)."""
+        if self.staged_folder != scratch_path(self.run_id):
+            raise ValueError(f"stagedFolder {self.staged_folder!r} is not the staged folder of run {self.run_id}")
+        for staged, name in self.files:
+            folder, _, staged_name = staged.rpartition("/")
+            if folder != self.staged_folder or not staged_name or staged_name in (".", ".."):
+                raise ValueError(f"staged file {staged!r} is not in {self.staged_folder}")
+            if parse_sequence_number(name) is None:
+                raise ValueError(f"{name!r} is not a data file name")
+
+
+@dataclass(frozen=True)
+class PublishRecord:
+    """`_dbt_openmirror.json`: the last committed publish, and the one in flight if any."""
+
+    last_sequence_number: int
+    key_columns: List[str]
+    model: str
+    run_id: Optional[str] = None
+    files: List[str] = field(default_factory=list)
+    published_at: Optional[str] = None
+    pending: Optional[Dict[str, Any]] = None
+    #: The lease generation of the run that wrote the journal: older ones may not write it.
+    lease_generation: int = 0
+    #: A full load was published and the mirroring service has not been seen to list the table
+    #: since: incremental files wait for it (the restart protocol, mirroring_service.py).
+    wait_for_listing: bool = False
+    #: Who publishes the folder: the model's snapshot relation (two owners would rebuild each
+    #: other's table; run_plan.py refuses that).
+    owner: Optional[str] = None
+
+    def to_json(self) -> str:
+        document = {
+            "lastSequenceNumber": self.last_sequence_number, "lastRunId": self.run_id,
+            "lastFiles": self.files, "keyColumns": self.key_columns, "model": self.model,
+            "owner": self.owner, "publishedAt": self.published_at, "leaseGeneration": self.lease_generation,
+            "waitForListing": self.wait_for_listing,
+        }
+        if self.pending is not None:
+            document["pending"] = self.pending
+        return json.dumps(document, indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "PublishRecord":
+        data = json.loads(text)
+        return cls(
+            last_sequence_number=int(data["lastSequenceNumber"]),
+            key_columns=list(data.get("keyColumns") or []), model=str(data.get("model", "")),
+            run_id=data.get("lastRunId"), files=list(data.get("lastFiles") or []),
+            published_at=data.get("publishedAt"), pending=data.get("pending"),
+            lease_generation=int(data.get("leaseGeneration", 0)),
+            wait_for_listing=bool(data.get("waitForListing", False)), owner=data.get("owner"),
+        )
+
+
+@dataclass(frozen=True)
+class TableFolderState:
+    """What a table folder holds, as far as numbering, keys and unfinished publishes go."""
+
+    exists: bool
+    key_columns: Optional[List[str]]
+    last_sequence_number: int
+    pending: Optional[PendingPublish] = None
+    #: Why the numbers found disagree with our record (files we never published), if they do.
+    numbering_conflict: Optional[str] = None
+    #: The run the record names as the last committed publish.
+    last_run_id: Optional[str] = None
+    #: Who publishes the folder (the snapshot relation of its model), as the record says.
+    owner: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    path: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class PublishedFiles:
+    names: List[str]
+    rows: int
+    last_sequence_number: int
+
+
+def recorded_lease_generation(storage: LandingZoneStorage, table_folder: str) -> int:
+    """The lease generation the table's journal was last written under (0 without one): a new
+    lease is numbered above it even when the lease files were removed."""
+    try:
+        record = Publisher(storage).read_record(table_folder)
+    except PublishError:
+        return 0  # a damaged journal stops the publish later, with its own message
+    return record.lease_generation if record is not None else 0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Publisher:
+    def __init__(self, storage: LandingZoneStorage, service: Optional[MirroringService] = None) -> None:
+        self.storage = storage
+        self.service = service or MirroringService(storage, logging.getLogger("dbt-openmirror").info)
+
+    # -- reading the table folder ---------------------------------------------------------------
+
+    def read_record(self, table_folder: str) -> Optional[PublishRecord]:
+        text = self.storage.read_text(f"{table_folder}/{PUBLISH_RECORD_FILE}")
+        return None if text is None else self._parse_record(text, table_folder)
+
+    def _parse_record(self, text: str, table_folder: str) -> PublishRecord:
+        try:
+            record = PublishRecord.from_json(text)
+            if record.pending:
+                PendingPublish.from_dict(record.pending, record, table_folder)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PublishError(
+                f"{self.storage.location}/{table_folder}/{PUBLISH_RECORD_FILE} is damaged ({exc}); "
+                "run with --full-refresh to rebuild the table"
+            ) from exc
+        return record
+
+    def published_names(self, table_folder: str) -> Set[str]:
+        """Names in the table folder and in the folders the service moves processed files to."""
+        names = set(self.storage.list_names(table_folder))
+        for folder in PROCESSED_FOLDERS:
+            names.update(self.storage.list_names(f"{table_folder}/{folder}"))
+        return names
+
+    def table_state(self, table_folder: str) -> TableFolderState:
+        if not self.storage.list_names(table_folder):
+            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
+        metadata = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
+        where = f"{self.storage.location}/{table_folder}/{METADATA_FILE}"
+        keys = key_columns_from_metadata(metadata, where) if metadata is not None else None
+        found = highest_sequence_number(sorted(self.published_names(table_folder)))
+        record = self.read_record(table_folder)
+        if record is None:
+            return TableFolderState(True, keys, found)
+        pending = (
+            PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
+        )
+        conflict = None
+        if pending is None and found > record.last_sequence_number:
+            conflict = self._numbering_conflict(table_folder, found, record.last_sequence_number)
+        # The service purges processed files after a while; our record still knows the number.
+        return TableFolderState(
+            True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
+        )
+
+    def _numbering_conflict(self, table_folder: str, found: int, recorded: int) -> str:
+        return (
+            f"{self.storage.location}/{table_folder} holds file {data_file_name(found)} but "
+            f"dbt-openmirror's record ({PUBLISH_RECORD_FILE}) says the last number it published is "
+            f"{recorded}: files after {recorded} were written by someone else (another publisher, "
+            "or a copied or restored folder). Nothing was published. Find out who writes into this "
+            f"folder; then remove the files after {recorded} if they are not wanted, or run with "
+            "--full-refresh to rebuild the table from the model."
+        )
+
+    # -- checking what Spark staged ---------------------------------------------------------------
+
+    def staged_files(self, staged_folder: str, full_load: bool) -> List[StagedFile]:
+        """The Parquet files Spark wrote, in name order, each checked by its footer."""
+        staged = []
+        for name in self.storage.list_names(staged_folder):
+            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
+                continue  # _SUCCESS, .crc checksums
+            path = f"{staged_folder}/{name}"
+            staged.append(StagedFile(path, self._checked_row_count(path, full_load)))
+        return staged
+
+    def _checked_row_count(self, path: str, full_load: bool) -> int:
+        """Rows of a staged file. A change file must carry an int32 marker; a full load's rows
+        are all inserts and may carry none (see openmirror_initial_load_sql)."""
+        if self.storage.size(path) == 0:
+            raise PublishError(f"staged file {path} is empty (zero bytes): not publishing it")
+        with self.storage.open_read(path) as handle:
+            try:
+                metadata = pq.read_metadata(handle)
+            except Exception as exc:
+                raise PublishError(f"staged file {path} is not readable Parquet: {exc}") from exc
+        schema = metadata.schema.to_arrow_schema()
+        if full_load and schema.get_field_index(ROW_MARKER) < 0:
+            return metadata.num_rows
+        if schema.get_field_index(ROW_MARKER) < 0 or str(schema.field(ROW_MARKER).type) != "int32":
+            raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
+        return metadata.num_rows
+
+    def prepare(
+        self,
+        table_folder: str,
+        key_columns: Sequence[str],
+        staged_folder: str,
+        state: TableFolderState,
+        expected_rows: int,
+        model: str,
+        run_id: str,
+        full_load: bool,
+        rebuild: bool,
+        owner: Optional[str] = None,
+    ) -> PendingPublish:
+        """Which staged file becomes which number. An incremental run without changes publishes
+        nothing; a full load always publishes at least one file so the table exists."""
+        staged = self.staged_files(staged_folder, full_load)
+        staged_rows = sum(f.rows for f in staged)
+        if staged_rows != expected_rows or not staged:
+            raise PublishError(
+                f"Model '{model}': staged files in {staged_folder} hold "
+                f"{staged_rows} rows in {len(staged)} files, Spark counted {expected_rows}"
+            )
+        if full_load:
+            # Empty files add nothing; one is kept only so an empty model still creates its table.
+            to_publish = [f for f in staged if f.rows] or staged[:1]
+        else:
+            to_publish = [f for f in staged if f.rows]
+        base = 0 if rebuild else state.last_sequence_number
+        files = [
+            (f.path, data_file_name(number))
+            for number, f in enumerate(to_publish, start=base + 1)
+        ]
+        return PendingPublish(
+            run_id, model, table_folder, list(key_columns), base, rebuild, staged_folder, files,
+            expected_rows, owner,
+        )
+
+    # -- publishing: begin, complete, commit ------------------------------------------------------
+
+    def begin(
+        self, pending: PendingPublish, fence: "Fence", service_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS
+    ) -> None:
+        """Journal the publish (also one without files, so that recovery can finish it). A full
+        load first waits until the mirroring service no longer lists the table (for a rebuild,
+        after deleting the folder); the first incremental file after a full load waits until the
+        service lists the table again (mirroring_service.py)."""
+        folder = pending.table_folder
+        if pending.rebuild:
+            fence.check()
+            self.storage.delete_folder(folder)
+        if pending.files and pending.full_load:
+            self.service.wait_until_dropped(folder, service_wait_seconds, pending.model)
+        elif pending.files:
+            record = self.read_record(folder)
+            if record is not None and record.wait_for_listing:
+                self.service.wait_until_listed(folder, service_wait_seconds, pending.model)
+        journal = self._read_journal(folder)
+        self._check_generation(journal[0], fence)
+        state = self.table_state(folder)
+        if state.pending is not None or state.last_sequence_number != pending.base_sequence_number:
+            raise PublishError(
+                f"Model '{pending.model}': {folder} changed during the run (last number "
+                f"{state.last_sequence_number}, expected {pending.base_sequence_number}); "
+                "was it published by another run? Nothing was published."
+            )
+        committed = journal[0] or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
+        journaled = replace(
+            committed, last_sequence_number=pending.base_sequence_number,
+            key_columns=list(pending.key_columns), model=pending.model, pending=pending.to_dict(),
+            owner=pending.owner or committed.owner,
+        )
+        self._write_journal(pending, journaled, fence, journal)
+
+    def complete(self, pending: PendingPublish, fence: "Fence") -> None:
+        """Metadata, then every file not yet in place, each after checking the lease. Safe to
+        repeat after a crash. Whatever fails, a writer that lost its lease says so."""
+        if not pending.files:
+            return
+        try:
+            self._complete(pending, fence)
+        except (OSError, OpenMirrorError):
+            fence.check()
+            raise
+
+    def _complete(self, pending: PendingPublish, fence: "Fence") -> None:
+        folder = pending.table_folder
+        self._identify_publisher()
+        if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
+            # Written before any data file, so the first file is never read as insert-only.
+            self.storage.write_text(
+                f"{folder}/{METADATA_FILE}", metadata_json(pending.key_columns), create_only=True
+            )
+        present = self.published_names(folder)
+        staged_names = set(self.storage.list_names(pending.staged_folder))
+        for staged_path, name in pending.files:
+            staged_name = staged_path.rsplit("/", 1)[-1]
+            fence.check()
+            if name not in present:
+                self.storage.rename_create_only(staged_path, f"{folder}/{name}")
+            elif staged_name in staged_names:
+                # Stopped between linking the final name and unlinking the staged one?
+                self._check_ours(staged_path, folder, name, pending.model)
+                self.storage.delete_file(staged_path)
+
+    def _identify_publisher(self) -> None:
+        """`_partnerEvents.json` at the landing zone root, written once (create-only)."""
+        if self.storage.read_text(PARTNER_EVENTS_FILE) is not None:
+            return
+        try:
+            self.storage.write_text(PARTNER_EVENTS_FILE, partner_events_json(), create_only=True)
+        except TargetExistsError:
+            pass  # another run wrote it first; the content is the same kind of statement
+
+    def _check_ours(self, staged_path: str, folder: str, name: str, model: str) -> None:
+        """A final name present while our staged file is still there is ours only when both are
+        one file (a create-only rename stopped between link and unlink, found in the table folder
+        or where the service moved it); anything else is another writer's file."""
+        for where in (folder, *(f"{folder}/{processed}" for processed in PROCESSED_FOLDERS)):
+            if self.storage.is_same_file(staged_path, f"{where}/{name}"):
+                return
+        raise PublishError(
+            f"Model '{model}': {folder}/{name} exists but is not the staged {staged_path}; "
+            "another writer used this number. Run with --full-refresh to rebuild the table."
+        )
+
+    def commit(self, pending: PendingPublish, fence: "Fence") -> None:
+        """The publish is done: the record names its run and last number. A run without changes
+        is committed too, so the record always names the run the snapshot matches."""
+        journal = self._read_journal(pending.table_folder)
+        self._expect_journaled(pending, journal[0], fence)
+        previous = journal[0]
+        waiting = pending.full_load if pending.files else bool(previous and previous.wait_for_listing)
+        record = PublishRecord(
+            pending.last_sequence_number, list(pending.key_columns), pending.model,
+            pending.run_id, pending.names, _now(), wait_for_listing=waiting,
+            owner=pending.owner or (previous.owner if previous else None),
+        )
+        self._write_journal(pending, record, fence, journal)
+        self.storage.delete_folder(pending.staged_folder)
+
+    def abandon(self, pending: PendingPublish, fence: "Fence") -> None:
+        """Forget a publish that cannot be finished. The record keeps its committed number, or
+        the highest number the abandoned run did rename into place: those files are ours."""
+        journal = self._read_journal(pending.table_folder)
+        record = journal[0]
+        if record is not None:
+            self._expect_journaled(pending, record, fence)
+            published = highest_sequence_number(
+                sorted(set(pending.names) & self.published_names(pending.table_folder))
+            )
+            last = max(record.last_sequence_number, published)
+            self._write_journal(pending, replace(record, last_sequence_number=last, pending=None), fence, journal)
+        self.storage.delete_folder(pending.staged_folder)
+
+    # -- the journal: replaced only as read, and never by an older lease --------------------------
+
+    def _read_journal(self, table_folder: str) -> Tuple[Optional[PublishRecord], Optional[str]]:
+        """The record and its version (None, None when there is none)."""
+        found = self.storage.read_versioned(f"{table_folder}/{PUBLISH_RECORD_FILE}")
+        if found is None:
+            return None, None
+        return self._parse_record(found.text, table_folder), found.version
+
+    @staticmethod
+    def _check_generation(record: Optional[PublishRecord], fence: "Fence") -> None:
+        if record is not None and record.lease_generation > fence.generation:
+            raise fence.lost(
+                f"the table's journal was written under a newer lease, generation "
+                f"{record.lease_generation}; this run's is {fence.generation}"
+            )
+
+    def _expect_journaled(self, pending: PendingPublish, record: Optional[PublishRecord], fence: "Fence") -> None:
+        """The journal still names this publish: as pending, or, for a publish without files
+        (which is never journaled), as the committed state it was prepared from."""
+        self._check_generation(record, fence)
+        if record is not None and (
+            (record.pending or {}).get("runId") == pending.run_id
+            or (not pending.files and record.pending is None
+                and record.last_sequence_number == pending.base_sequence_number)
+        ):
+            return
+        named = f"run {record.pending.get('runId')}" if record and record.pending else "no publish in flight"
+        raise PublishError(
+            f"Model '{pending.model}': the journal of {pending.table_folder} names {named}, not the "
+            f"publish of run {pending.run_id}; nothing was written. Run again: the next run "
+            "finishes or discards what is journaled."
+        )
+
+    def _write_journal(
+        self, pending: PendingPublish, record: PublishRecord, fence: "Fence",
+        journal: Tuple[Optional[PublishRecord], Optional[str]],
+    ) -> None:
+        """Replace the journal `journal` was read as, under this writer's lease generation, only
+        if it is still that version and no newer lease wrote it: a writer that lost its lease can
+        neither roll it back nor overwrite what the run that took over wrote."""
+        folder = pending.table_folder
+        self._check_generation(journal[0], fence)
+        fence.check()
+        text = replace(record, lease_generation=fence.generation).to_json()
+        try:
+            self.storage.write_text_if(f"{folder}/{PUBLISH_RECORD_FILE}", text, journal[1])
+        except WriteConflictError:
+            self._check_generation(self._read_journal(folder)[0], fence)
+            fence.check()
+            raise PublishError(
+                f"Model '{pending.model}': {self.storage.location}/{folder}/{PUBLISH_RECORD_FILE} "
+                f"changed while run {pending.run_id} was writing it; nothing was overwritten. Run "
+                "again: the next run finishes or discards what is journaled."
+            ) from None
+
+    def discard(self, staged_folder: str) -> None:
+        self.storage.delete_folder(staged_folder)

@@ -1,0 +1,137 @@
+"""The landing zone's naming rules (spec sections 1, 2 and 4), as pure functions.
+
+Paths here are relative POSIX paths inside the landing zone root; storage backends resolve them.
+"""
+
+import json
+import re
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple
+
+from dbt.adapters.openmirror.errors import PublishError
+from dbt.adapters.openmirror.rules.metadata_files import parse_table_metadata
+
+if TYPE_CHECKING:
+    from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+METADATA_FILE = "_metadata.json"
+# Our durable record of what was published, beside the data files. The `_` prefix keeps the
+# mirror from reading it, and deleting the table folder (a rebuild) deletes it with the table.
+PUBLISH_RECORD_FILE = "_dbt_openmirror.json"
+# The service moves processed data files here; numbers found in them still count.
+PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
+SCRATCH_FOLDER = "_scratchPad"
+# Identifies the publisher to the service (spec section 1), at the landing zone root.
+PARTNER_EVENTS_FILE = "_partnerEvents.json"
+SCHEMA_FOLDER_SUFFIX = ".schema"
+# Tables without a schema folder land in the mirrored database's default schema.
+DEFAULT_SCHEMA = "dbo"
+
+SEQUENCE_DIGITS = 20
+# Run ids name staged folders, so they are plain: Spark never sees user-chosen characters in a path.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9-]+")
+MAX_NAME_LENGTH = 128
+_FORBIDDEN_CHARACTERS = set('/\\:*?"<>|')
+
+
+def data_file_name(sequence_number: int) -> str:
+    if not 0 < sequence_number < 10**SEQUENCE_DIGITS:
+        raise ValueError(f"sequence number out of range: {sequence_number}")
+    return f"{sequence_number:0{SEQUENCE_DIGITS}d}.parquet"
+
+
+def parse_sequence_number(file_name: str, extension: str = "parquet") -> Optional[int]:
+    """The number of a sequentially named data file (20 digits + `.<extension>`), or None."""
+    stem, dot, suffix = file_name.partition(".")
+    if dot and suffix == extension and len(stem) == SEQUENCE_DIGITS and stem.isascii() and stem.isdigit():
+        return int(stem)
+    return None
+
+
+def highest_sequence_number(file_names: Sequence[str]) -> int:
+    numbers = [n for n in map(parse_sequence_number, file_names) if n is not None]
+    return max(numbers, default=0)
+
+
+def folder_name_problem(name: str) -> Optional[str]:
+    """Why `name` cannot be a schema or table folder, or None when it can."""
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return "it would leave its parent folder"
+    if name[0] in "_.":
+        return "names starting with '_' or '.' are ignored by the mirror"
+    if name != name.strip() or name.endswith("."):
+        return "it starts or ends with a space, or ends with '.'"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"it is longer than {MAX_NAME_LENGTH} characters"
+    bad = sorted({c for c in name if c in _FORBIDDEN_CHARACTERS or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        return f"it contains {', '.join(repr(c) for c in bad)}"
+    if name.lower().endswith(SCHEMA_FOLDER_SUFFIX):
+        return f"it ends with '{SCHEMA_FOLDER_SUFFIX}', which marks schema folders"
+    return None
+
+
+def table_folder_path(mirror_schema: Optional[str], mirror_table: str) -> str:
+    """`<schema>.schema/<table>`, or just `<table>` without a schema folder. Names must be valid."""
+    if mirror_schema:
+        return f"{mirror_schema}{SCHEMA_FOLDER_SUFFIX}/{mirror_table}"
+    return mirror_table
+
+
+def table_identity(table_folder: str) -> Tuple[str, str]:
+    """(schema, table) of a table folder path, as the mirrored database names the table."""
+    parent, _, table = table_folder.rpartition("/")
+    if parent.endswith(SCHEMA_FOLDER_SUFFIX):
+        return parent[: -len(SCHEMA_FOLDER_SUFFIX)], table
+    return DEFAULT_SCHEMA, table
+
+
+def scratch_path(run_id: str) -> str:
+    """Where one model run stages its files: ignored by the mirror. Only the run id is in the
+    name, so Spark never sees user-chosen characters in a path."""
+    if not RUN_ID_PATTERN.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r} must be letters, digits and '-'")
+    return f"{SCRATCH_FOLDER}/dbt-openmirror/{run_id}"
+
+
+def metadata_json(key_columns: Sequence[str]) -> str:
+    return json.dumps({"keyColumns": list(key_columns)}, indent=2) + "\n"
+
+
+def partner_events_json() -> str:
+    """Who publishes: dbt-openmirror (and its version) for a dbt project."""
+    from dbt.adapters.openmirror.__version__ import version
+    from dbt.version import __version__ as dbt_version
+
+    document = {
+        "partnerName": "dbt-openmirror",
+        "sourceInfo": {
+            "sourceType": "dbt",
+            "sourceVersion": dbt_version,
+            "additionalInformation": {"publisher": "dbt-openmirror", "publisherVersion": version},
+        },
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def key_columns_from_metadata(text: str, where: str) -> List[str]:
+    """Key columns declared by a `_metadata.json` text (empty for an insert-only table)."""
+    parsed = parse_table_metadata(text)
+    if parsed.metadata is None:
+        raise PublishError(f"{where}: {'; '.join(parsed.errors)}; fix or delete it")
+    return list(parsed.metadata.key_columns)
+
+
+def table_folders(storage: "LandingZoneStorage") -> Iterator[Tuple[str, str, str]]:
+    """(schema, table, folder path) for every table folder, `_`-prefixed names ignored."""
+    for name in storage.list_names(""):
+        if name.startswith("_"):
+            continue
+        if name.endswith(SCHEMA_FOLDER_SUFFIX):
+            schema = name[: -len(SCHEMA_FOLDER_SUFFIX)]
+            for table in storage.list_names(name):
+                if not table.startswith("_") and storage.list_names(f"{name}/{table}"):
+                    yield schema, table, f"{name}/{table}"
+        elif storage.list_names(name):
+            yield DEFAULT_SCHEMA, name, name

@@ -1,0 +1,89 @@
+"""What the mirror says about itself: `Monitoring/replicator.json` (the mirrored database) and
+`Monitoring/tables.json` (per table: status, errorCode, errorMessage, metrics, lastSyncDateTime).
+
+The service writes them next to the landing zone (`<item>/Files/Monitoring/`, spec section 6);
+the local mirror writes documents of the same shape into its target folder, and beside an item's
+landing zone as the service does. One reader for both, tolerant of missing fields: the service's
+documents are not versioned.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from dbt.adapters.openmirror.rules.landing_zone import DEFAULT_SCHEMA
+
+TABLES_FILE = "tables.json"
+REPLICATOR_FILE = "replicator.json"
+
+
+@dataclass(frozen=True)
+class MirroredTable:
+    status: str
+    processed_rows: Optional[int] = None
+    last_sync: Optional[str] = None
+    error: Optional[str] = None
+
+    def describe(self) -> str:
+        text = self.status
+        if self.processed_rows is not None:
+            text += f", {self.processed_rows} rows processed"
+        if self.last_sync:
+            text += f", last sync {self.last_sync}"
+        if self.error:
+            text += f": {self.error}"
+        return text
+
+
+def _error(document: Dict[str, Any]) -> Optional[str]:
+    code, message = document.get("errorCode"), document.get("errorMessage")
+    if code and message:
+        return f"{code}: {message}"
+    return code or message or None
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{what} is not valid JSON ({exc})") from exc
+
+
+def parse_tables(text: str, where: str = TABLES_FILE) -> Dict[Tuple[str, str], MirroredTable]:
+    """(schema, table) → its status, from a `tables.json` text."""
+    document = _json(text, where)
+    entries = document.get("tables", []) if isinstance(document, dict) else []
+    tables = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("sourceTableName"):
+            continue
+        schema = entry.get("sourceSchemaName") or DEFAULT_SCHEMA
+        metrics = entry.get("metrics") if isinstance(entry.get("metrics"), dict) else {}
+        rows = metrics.get("processedRows")
+        tables[(schema, entry["sourceTableName"])] = MirroredTable(
+            status=str(entry.get("status") or "Unknown"),
+            processed_rows=int(rows) if isinstance(rows, (int, float, str)) and str(rows).isdigit() else None,
+            last_sync=entry.get("lastSyncDateTime"),
+            error=_error(entry),
+        )
+    return tables
+
+
+def replicator_status(text: str, where: str = REPLICATOR_FILE) -> Optional[str]:
+    """The mirrored database's replication status (`Running`, `Stopped`, ...), if it says one."""
+    try:
+        document = _json(text, where)
+    except ValueError:
+        return None  # caught half-written: not known
+    status = document.get("status") if isinstance(document, dict) else None
+    return str(status) if status else None
+
+
+def describe_replicator(text: str, where: str = REPLICATOR_FILE) -> str:
+    """One line about the mirrored database, from a `replicator.json` text."""
+    document = _json(text, where)
+    if not isinstance(document, dict):
+        return "unknown"
+    line = str(document.get("status") or "unknown")
+    error = _error(document)
+    return f"{line}: {error}" if error else line

@@ -1,0 +1,130 @@
+"""The `open_mirror` model config, validated into one plain object before anything runs."""
+
+from dataclasses import dataclass
+from typing import Any, List, Mapping, Optional
+
+from dbt.adapters.openmirror.errors import MirrorConfigError
+from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folder_path
+from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
+
+COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
+CHANGE_MARKERS = ("insert_update_delete", "upsert")
+ROW_MARKER_POSITIONS = ("last", "first")
+ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", "ignore")
+#: When a run publishes: as it runs, or after the model's tests passed (audit.py).
+ON_RUN, AFTER_TESTS = "on_run", "after_tests"
+PUBLISH = (ON_RUN, AFTER_TESTS)
+DEFAULT_LEASE_TTL_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class MirrorConfig:
+    model: str
+    unique_key: List[str]
+    mirror_schema: str
+    mirror_table: str
+    parquet_compression: str = "snappy"
+    change_markers: str = "insert_update_delete"
+    row_marker_position: str = "last"
+    max_rows_per_file: int = 0
+    on_schema_change: str = "append_new_columns"
+    lease_ttl_seconds: int = DEFAULT_LEASE_TTL_SECONDS
+    lease_wait_seconds: int = 0
+    rebuild_wait_seconds: int = DEFAULT_REBUILD_WAIT_SECONDS
+    publish: str = ON_RUN
+    #: Example key values in error messages and warnings (off for sensitive keys).
+    show_key_values: bool = True
+
+    @property
+    def table_folder(self) -> str:
+        return table_folder_path(self.mirror_schema, self.mirror_table)
+
+
+def _choice(model: str, config: Mapping[str, Any], name: str, choices: tuple) -> str:
+    value = config.get(name) or choices[0]
+    if value not in choices:
+        raise MirrorConfigError(
+            f"Model '{model}': {name}={value!r} is not one of {', '.join(choices)}"
+        )
+    return value
+
+
+def _unique_key(model: str, value: Any) -> List[str]:
+    keys = [value] if isinstance(value, str) else value
+    if not keys or not isinstance(keys, (list, tuple)):
+        raise MirrorConfigError(
+            f"Model '{model}': materialized='open_mirror' needs a unique_key (a column name or a "
+            f"list of them), because the mirror applies updates and deletes by key; got {value!r}"
+        )
+    cleaned = []
+    for key in keys:
+        if not isinstance(key, str) or not key.strip():
+            raise MirrorConfigError(f"Model '{model}': unique_key entry {key!r} is not a column name")
+        cleaned.append(key.strip())
+    duplicates = {k for k in cleaned if [c.lower() for c in cleaned].count(k.lower()) > 1}
+    if duplicates:
+        raise MirrorConfigError(f"Model '{model}': unique_key repeats {sorted(duplicates)}")
+    return cleaned
+
+
+def _folder_name(model: str, setting: str, value: str) -> str:
+    problem = folder_name_problem(value)
+    if problem:
+        raise MirrorConfigError(
+            f"Model '{model}': {setting}={value!r} cannot name a landing-zone folder: {problem}"
+        )
+    return value
+
+
+def _whole_number(model: str, name: str, value: Any, default: int, minimum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise MirrorConfigError(
+            f"Model '{model}': {name} must be a whole number of at least {minimum}, got {value!r}"
+        )
+    return value
+
+
+def _flag(model: str, name: str, value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise MirrorConfigError(f"Model '{model}': {name} must be true or false, got {value!r}")
+    return value
+
+
+def mirror_config(
+    model: str, schema: str, identifier: str, config: Mapping[str, Any]
+) -> MirrorConfig:
+    """Validate a model's config; defaults follow the model's schema and identifier."""
+    mirror_schema: Optional[str] = config.get("mirror_schema")
+    if mirror_schema is None:
+        mirror_schema = schema
+    if mirror_schema:
+        _folder_name(model, "mirror_schema", mirror_schema)
+    return MirrorConfig(
+        model=model,
+        unique_key=_unique_key(model, config.get("unique_key")),
+        mirror_schema=mirror_schema,
+        mirror_table=_folder_name(model, "mirror_table", config.get("mirror_table") or identifier),
+        parquet_compression=_choice(model, config, "parquet_compression", COMPRESSIONS),
+        change_markers=_choice(model, config, "change_markers", CHANGE_MARKERS),
+        row_marker_position=_choice(model, config, "row_marker_position", ROW_MARKER_POSITIONS),
+        max_rows_per_file=_whole_number(model, "max_rows_per_file", config.get("max_rows_per_file"), 0, 0),
+        on_schema_change=_choice(model, config, "on_schema_change", ON_SCHEMA_CHANGE),
+        lease_ttl_seconds=_whole_number(
+            model, "lease_ttl_seconds", config.get("lease_ttl_seconds"), DEFAULT_LEASE_TTL_SECONDS, 1
+        ),
+        lease_wait_seconds=_whole_number(model, "lease_wait_seconds", config.get("lease_wait_seconds"), 0, 0),
+        publish=_choice(model, config, "publish", PUBLISH),
+        show_key_values=_flag(model, "show_key_values", config.get("show_key_values"), True),
+        rebuild_wait_seconds=_whole_number(
+            model, "rebuild_wait_seconds", config.get("rebuild_wait_seconds"), DEFAULT_REBUILD_WAIT_SECONDS, 0
+        ),
+    )
+
+
+def is_set(value: Any) -> bool:
+    """A var given on the command line or in dbt_project.yml as true (`--vars '{x: true}'`)."""
+    return value is True or str(value).strip().lower() in ("true", "yes", "1")

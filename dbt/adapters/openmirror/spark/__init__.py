@@ -1,0 +1,1 @@
+"""Spark itself: the session's default settings and short causes for failing statements."""

@@ -1,0 +1,165 @@
+"""`dbt-openmirror replay`: apply a landing zone to local Delta tables the way the service does.
+
+Each poll looks at every table folder (see `table_folder.py` for one table): files are applied in
+the table's order, each in one Delta commit that records the file, so a replay killed at any point
+resumes without losing or repeating a file; applied files move to `_ProcessedFiles/`. A problem
+(metadata, file, type, schema or key change) puts that table in `Error` naming the file and column
+while every other table goes on; it is tried again at each poll, so a repair (a replaced file of
+the same name, a fixed `_metadata.json`) lets it go on. A deleted folder drops its table at the
+next poll; a recreated one rebuilds it. `watch` polls until stopped, as the service does.
+"""
+
+import threading
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+from dbt.adapters.openmirror.errors import LandingZoneConfigError
+from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folders
+from dbt.adapters.openmirror.tools.local_mirror.delta_table import MirroredTable
+from dbt.adapters.openmirror.tools.local_mirror.lock import exclusive
+from dbt.adapters.openmirror.tools.local_mirror.status import (
+    ERROR,
+    NOT_STARTED,
+    REPLICATING,
+    RUNNING,
+    STOPPED,
+    WAITING_FOR_FILE,
+    StatusFiles,
+    TableStatus,
+    now,
+)
+from dbt.adapters.openmirror.tools.local_mirror.table_folder import Progress, TableFolderReplay, TableStopped
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+LOCK_FILE = ".replay.lock"
+
+
+class LocalMirror:
+    def __init__(self, storage: LandingZoneStorage, target: Path) -> None:
+        self.storage = storage
+        self.target = target
+        self.status_files = StatusFiles(storage, target)
+        # Per Delta table: (table id, version, names applied up to it), so a poll reads only the
+        # commits since the last one (LastUpdateTimeFileDetection's memory of processed paths).
+        self._applied: Dict[Path, Tuple[str, int, Set[str]]] = {}
+
+    def read_status(self) -> Dict[Tuple[str, str], TableStatus]:
+        return self.status_files.read()
+
+    def replay(self, as_service: bool = False) -> List[TableStatus]:
+        """One poll of the whole landing zone; every table's status, sorted. One replay per target
+        at a time, like the one replicator of a mirrored database: a second one waits. Only a
+        mirror that goes on polling (`as_service`, `watch`) writes the service's status files
+        beside an item's landing zone: a one-off replay would leave a status nothing updates,
+        which a publisher's rebuild would wait on."""
+        with exclusive(self.target / LOCK_FILE):
+            return self._poll(as_service)
+
+    def watch(self, interval: float, stop: threading.Event,
+              report: Callable[[List[TableStatus]], None] = lambda statuses: None,
+              failed: Callable[[Exception], None] = lambda exc: None) -> None:
+        """Poll every `interval` seconds until `stop` is set. A poll that fails as a whole (the
+        landing zone unreachable, say) is reported and tried again at the next one."""
+        try:
+            while not stop.is_set():
+                try:
+                    report(self.replay(as_service=True))
+                except Exception as exc:
+                    failed(exc)
+                stop.wait(interval)
+        finally:
+            self.stopped()
+
+    def stopped(self) -> None:
+        """Say in `replicator.json` that no replicator runs any more."""
+        with exclusive(self.target / LOCK_FILE):
+            self.status_files.write(self.status_files.read(), STOPPED)
+
+    def _poll(self, as_service: bool) -> List[TableStatus]:
+        if not self.storage.exists(""):
+            # Never read a missing landing zone as one whose folders were all deleted.
+            raise LandingZoneConfigError(f"the landing zone {self.storage.location} does not exist")
+        statuses = self.status_files.read()
+        present = set()
+        for schema, table, folder in table_folders(self.storage):
+            present.add((schema, table))
+            statuses[(schema, table)] = self._replicate(schema, table, folder, statuses.get((schema, table)))
+            self.status_files.write_target(statuses)
+        for schema, table in sorted(set(statuses) - present):
+            # The folder was deleted: the service drops the mirrored table.
+            path = self._target_path(schema, table)
+            if path is not None:
+                MirroredTable.drop(path)
+                self._applied.pop(path, None)
+            del statuses[(schema, table)]
+        if as_service:
+            self.status_files.write(statuses, RUNNING)
+        else:
+            self.status_files.write_target(statuses)
+        return [s for _, s in sorted(statuses.items())]
+
+    def _target_path(self, schema: str, table: str) -> Optional[Path]:
+        """The table's Delta folder, `<target>/<schema>/<table>`, or None when the names cannot
+        make a path inside the target (checked before anything is written)."""
+        if folder_name_problem(schema) or folder_name_problem(table):
+            return None
+        path = self.target / schema / table
+        if path.resolve().parent.parent != self.target.resolve() or path == self.status_files.path:
+            return None
+        return path
+
+    def _replicate(self, schema: str, table: str, folder: str, status: Optional[TableStatus]) -> TableStatus:
+        progress = Progress(applied=None)
+        error = None
+        try:
+            path = self._target_path(schema, table)
+            if path is None:
+                raise TableStopped("InvalidFolderName", _name_problem(schema, table))
+            TableFolderReplay(self.storage, folder, path).run(progress, self._names_applied)
+        except TableStopped as stop:
+            error = (stop.code, str(stop))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # one table's trouble never stops another
+            error = ("ReplayFailed", f"{type(exc).__name__}: {exc}")
+        if status is None or progress.rebuilt:
+            status = TableStatus(schema, table)
+        return _updated(status, progress, error)
+
+    def _names_applied(self, mirrored: MirroredTable) -> Set[str]:
+        table_id, version = mirrored.delta.metadata().id, mirrored.delta.version()
+        cached = self._applied.get(mirrored.path)
+        if cached is not None and cached[0] == table_id and cached[1] <= version:
+            names = cached[2] | mirrored.applied_names(since_version=cached[1])
+        else:
+            names = mirrored.applied_names()
+        self._applied[mirrored.path] = (table_id, version, names)
+        return set(names)
+
+
+def _name_problem(schema: str, table: str) -> str:
+    for kind, name in (("schema", schema), ("table", table)):
+        problem = folder_name_problem(name)
+        if problem:
+            return f"{kind} folder name {name!r}: {problem}"
+    return f"{schema}/{table} would leave the target folder or replace the mirror's status file"
+
+
+def _updated(status: TableStatus, progress: Progress, error: Optional[Tuple[str, str]]) -> TableStatus:
+    status.keyColumns = list(progress.key_columns)
+    status.metrics["processedRows"] += progress.rows
+    status.metrics["processedBytes"] += progress.bytes
+    if progress.files:
+        status.lastSyncDateTime = now()
+    if progress.applied is not None:
+        status.lastAppliedFile, status.lastAppliedFileName = progress.applied.number, progress.applied.name
+    status.pendingFiles, status.ignoredFiles = list(progress.pending), list(progress.ignored)
+    status.errorCode = status.errorMessage = None
+    if error is not None:
+        status.status, (status.errorCode, status.errorMessage) = ERROR, error
+    elif progress.waiting_for:
+        status.status = WAITING_FOR_FILE
+        status.errorMessage = f"waiting for {progress.waiting_for}: later files wait behind the gap"
+    else:
+        status.status = REPLICATING if progress.applied is not None else NOT_STARTED
+    return status

@@ -1,0 +1,311 @@
+"""`dbt-openmirror validate`: check any landing zone against the open mirroring rules, read-only.
+
+Each finding names the file, and the row or column where there is one. Errors are what stops or
+corrupts replication (the local mirror stops the table on each of them: the rules are the same
+ones, from `metadata_files`, `column_rules`, `delimited_text` and `markers`); warnings are what
+works but is probably not intended.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dbt.adapters.openmirror.rules.column_rules import (
+    TableColumns,
+    first_null,
+    first_true,
+    parquet_problems,
+    schema_problems,
+)
+from dbt.adapters.openmirror.rules.delimited_text import DelimitedTextError, read_delimited_text
+from dbt.adapters.openmirror.rules.landing_zone import (
+    METADATA_FILE,
+    PARTNER_EVENTS_FILE,
+    PROCESSED_FOLDERS,
+    PUBLISH_RECORD_FILE,
+    SCHEMA_FOLDER_SUFFIX,
+    SCRATCH_FOLDER,
+    folder_name_problem,
+    parse_sequence_number,
+    table_folders,
+)
+from dbt.adapters.openmirror.rules.markers import DELETE, ROW_MARKER, UPDATE, UPSERT, marker_problem
+from dbt.adapters.openmirror.rules.metadata_files import (
+    LAST_UPDATE_TIME,
+    TableMetadata,
+    parse_partner_events,
+    parse_table_metadata,
+)
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, staged_runs
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
+
+ERROR, WARNING = "error", "warning"
+_BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper():7} {self.where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    path: str
+    file: StoredFile
+    #: Still to be applied (its rows are checked), or already moved by the service (its schema
+    #: still counts for the files after it).
+    pending: bool
+
+
+class _TableState:
+    """What the files before the current one established."""
+
+    def __init__(self) -> None:
+        self.columns = TableColumns()
+        self.marked: Optional[str] = None  # the first file with a row marker
+
+
+class LandingZoneValidator:
+    def __init__(self, storage: LandingZoneStorage) -> None:
+        self.storage = storage
+        self.findings: List[Finding] = []
+
+    def _add(self, severity: str, where: str, message: str) -> None:
+        self.findings.append(Finding(severity, where, message))
+
+    def validate(self) -> List[Finding]:
+        self._partner_events()
+        # Package mode's manifest, and the runs it lists as waiting for `dbt-openmirror publish`.
+        expected = {MANIFEST_FOLDER, *(run.staged_folder for run in staged_runs(self.storage))}
+        self._scratch_leftovers(SCRATCH_FOLDER, expected)
+        for name in self.storage.list_names(""):
+            if name.endswith(SCHEMA_FOLDER_SUFFIX):
+                problem = folder_name_problem(name[: -len(SCHEMA_FOLDER_SUFFIX)])
+                if problem:
+                    self._add(ERROR, name, f"schema folder name: {problem}")
+        for _, table, folder in table_folders(self.storage):
+            problem = folder_name_problem(table)
+            if problem:
+                self._add(ERROR, folder, f"table folder name: {problem}")
+            self._table_folder(folder)
+        return self.findings
+
+    def _partner_events(self) -> None:
+        text = self.storage.read_text(PARTNER_EVENTS_FILE)
+        if text is None:
+            return
+        parsed = parse_partner_events(text)
+        for message in parsed.errors:
+            self._add(ERROR, PARTNER_EVENTS_FILE, message)
+        for message in parsed.warnings:
+            self._add(WARNING, PARTNER_EVENTS_FILE, message)
+
+    def _scratch_leftovers(self, folder: str, expected: Set[str]) -> None:
+        for name in self.storage.list_names(folder):
+            path = f"{folder}/{name}"
+            if path in expected:
+                continue
+            if self.storage.list_names(path):
+                self._scratch_leftovers(path, expected)
+            elif name.endswith(".parquet"):
+                self._add(WARNING, path, "staged file left behind by an unfinished publish")
+
+    # -- one table folder ----------------------------------------------------------------------
+
+    def _metadata(self, folder: str) -> Optional[TableMetadata]:
+        where = f"{folder}/{METADATA_FILE}"
+        text = self.storage.read_text(where)
+        if text is None:
+            self._add(WARNING, folder, f"no {METADATA_FILE}: the table is insert-only")
+            return TableMetadata()
+        parsed = parse_table_metadata(text)
+        for message in parsed.errors:
+            self._add(ERROR, where, message)
+        for message in parsed.warnings:
+            self._add(WARNING, where, message)
+        if parsed.metadata is None:
+            return None
+        published = _published_keys(self.storage.read_text(f"{folder}/{PUBLISH_RECORD_FILE}"))
+        keys = list(parsed.metadata.key_columns)
+        if published is not None and published != keys:
+            self._add(ERROR, where, f"keyColumns {keys} differ from {published} that the files were "
+                      "published with: the key of a table can never change")
+        return parsed.metadata
+
+    def _table_folder(self, folder: str) -> None:
+        metadata = self._metadata(folder)
+        if metadata is None:
+            return  # the mirror stops at the metadata: its files cannot be judged
+        files = [f for f in self.storage.list_files(folder) if not f.name.startswith("_")]
+        processed: Dict[str, DataFile] = {}
+        for name in PROCESSED_FOLDERS:
+            for file in self.storage.list_files(f"{folder}/{name}"):
+                processed.setdefault(file.name, DataFile(f"{folder}/{name}/{file.name}", file, pending=False))
+        if metadata.file_detection == LAST_UPDATE_TIME:
+            order = self._by_update_time(folder, files, processed, metadata)
+        else:
+            order = self._by_number(folder, files, processed, metadata)
+        state = _TableState()
+        for data_file in order:
+            self._data_file(data_file, metadata, state)
+
+    def _by_number(self, folder: str, files: List[StoredFile], processed: Dict[str, DataFile],
+                   metadata: TableMetadata) -> List[DataFile]:
+        extension = metadata.extension
+        numbers: Dict[int, DataFile] = {}
+        for file in files:
+            path = f"{folder}/{file.name}"
+            number = parse_sequence_number(file.name, extension)
+            if number is None:
+                kind = "folder" if file.is_folder else "file"
+                self._add(ERROR, path, f"{kind} name is not 20 digits + .{extension}: the mirror will not apply it")
+                continue
+            numbers[number] = DataFile(path, file, pending=True)
+        for name, data_file in processed.items():
+            number = parse_sequence_number(name, extension)
+            if number is not None:
+                numbers.setdefault(number, data_file)
+        ordered = sorted(numbers)
+        if ordered and ordered[0] != 1:
+            self._add(ERROR, folder, f"{1:020d}.{extension} is missing: numbering starts at 1, and every "
+                      "later file waits for it")
+        for before, after in zip(ordered, ordered[1:]):
+            if after != before + 1:
+                self._add(ERROR, folder, f"{before + 1:020d}.{extension} is missing: every later file waits "
+                          "behind the gap")
+        return [numbers[n] for n in ordered]
+
+    def _by_update_time(self, folder: str, files: List[StoredFile], processed: Dict[str, DataFile],
+                        metadata: TableMetadata) -> List[DataFile]:
+        extension = metadata.extension
+        pending = []
+        for file in files:
+            path = f"{folder}/{file.name}"
+            if file.is_folder or not file.name.endswith(f".{extension}"):
+                self._add(WARNING, path, f"not a .{extension} file: the mirror does not apply it")
+            elif file.name in processed:
+                self._add(WARNING, path, "a file of this name was already processed: the service never "
+                          "applies a path twice, so this one is ignored")
+            else:
+                pending.append(DataFile(path, file, pending=True))
+        pending.sort(key=lambda d: (d.file.last_modified, d.file.name))
+        for before, after in zip(pending, pending[1:]):
+            if before.file.last_modified == after.file.last_modified:
+                self._add(WARNING, after.path, f"same last-modified time as {before.file.name}: the order in "
+                          "which the service applies them is undefined")
+        done = sorted((d for d in processed.values() if d.file.name.endswith(f".{extension}")),
+                      key=lambda d: (d.file.last_modified, d.file.name))
+        return done + pending
+
+    # -- one data file -------------------------------------------------------------------------
+
+    def _data_file(self, data_file: DataFile, metadata: TableMetadata, state: _TableState) -> None:
+        path = data_file.path
+        if data_file.file.size == 0:
+            if data_file.pending:
+                self._add(ERROR, path, "zero-byte file: the table stalls on it (replace it with a valid file "
+                          "of the same name)")
+            return
+        try:
+            with self.storage.open_read(path) as handle:
+                if metadata.delimited_text is not None:
+                    if data_file.pending:
+                        rows = read_delimited_text(handle, metadata.delimited_text)
+                        self._rows(path, iter(rows.to_batches(_BATCH_ROWS)), metadata, TableColumns.of(rows.schema))
+                    return
+                parquet = pq.ParquetFile(handle)
+                if self._parquet(path, parquet, metadata, state) and data_file.pending:
+                    self._rows(path, parquet.iter_batches(batch_size=_BATCH_ROWS), metadata, state.columns)
+        except DelimitedTextError as exc:
+            self._add(ERROR, path, str(exc))
+        except (pa.ArrowException, OSError) as exc:
+            self._add(ERROR, path, f"not readable Parquet ({exc})")
+
+    def _parquet(self, path: str, parquet: pq.ParquetFile, metadata: TableMetadata, state: _TableState) -> bool:
+        """The file's layout and columns; whether its rows can be checked."""
+        schema = parquet.schema_arrow
+        problems = parquet_problems(parquet.metadata) + schema_problems(schema)
+        for problem in problems:
+            self._add(ERROR, path, problem.message)
+        if problems:
+            return False
+        state.columns, changes = state.columns.changed_by(TableColumns.of(schema))
+        for problem in changes:
+            self._add(ERROR, path, problem.message)
+        names = schema.names
+        keys = list(metadata.key_columns)
+        if ROW_MARKER not in names:
+            if state.marked and keys and not metadata.upsert_default:
+                self._add(WARNING, path, f"no {ROW_MARKER} column after {state.marked}, which has one: every row "
+                          "is an INSERT, so keys already in the table are duplicated")
+        else:
+            state.marked = state.marked or path.rsplit("/", 1)[-1]
+            if schema.field(ROW_MARKER).type != pa.int32():
+                self._add(WARNING, path, f"{ROW_MARKER} is {schema.field(ROW_MARKER).type}; int32 is what the "
+                          "mirror's samples write")
+            if names[-1] != ROW_MARKER:
+                self._add(WARNING, path, f"{ROW_MARKER} is not the last column, as the current documentation asks")
+        missing = [k for k in keys if k not in names]
+        if missing:
+            self._add(ERROR, path, f"key columns {missing} are absent")
+        return not changes and not missing
+
+    def _rows(self, path: str, batches: Iterator[pa.RecordBatch], metadata: TableMetadata, columns: TableColumns) -> None:
+        keys = list(metadata.key_columns)
+        required = [c.name for c in columns.columns if not c.nullable]
+        reported: Set[str] = set()
+        offset = 0
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            markers = table.column(ROW_MARKER) if ROW_MARKER in table.column_names else None
+            for kind, found in self._row_problems(table, markers, keys, required, metadata, reported):
+                row, severity, message = found
+                reported.add(kind)
+                self._add(severity, f"{path} row {offset + row}", message)
+            offset += batch.num_rows
+
+    @staticmethod
+    def _row_problems(table: pa.Table, markers: Optional[pa.ChunkedArray], keys: List[str], required: List[str],
+                      metadata: TableMetadata, reported: Set[str]) -> Iterator[Tuple[str, Tuple[int, str, str]]]:
+        """(kind, (row, severity, message)) of each kind of row problem not yet reported."""
+        if markers is not None and "marker" not in reported:
+            problem = marker_problem(markers, keyed=bool(keys))
+            if problem is not None:
+                yield "marker", (problem[0], ERROR, problem[1])
+        null = first_null(table, [k for k in keys if k not in reported])
+        if null is not None:
+            yield null[0], (null[1], ERROR, f"key column {null[0]} is NULL")
+        kept = pc.not_equal(markers, DELETE) if markers is not None else None
+        null = first_null(table, [c for c in required if f"required {c}" not in reported], among=kept)
+        if null is not None:
+            yield f"required {null[0]}", (null[1], ERROR, f"column {null[0]} is not nullable but is NULL")
+        others = [c for c in table.column_names if c not in keys and c != ROW_MARKER]
+        if markers is not None and keys and others and "full" not in reported:
+            empty = pc.is_in(markers, pa.array([UPDATE, UPSERT], markers.type))
+            for column in others:
+                empty = pc.and_kleene(empty, pc.is_null(table.column(column)))
+            row = first_true(empty)
+            if row is not None:
+                yield "full", (row, WARNING, "UPDATE/UPSERT row with only its key set: updates must carry the full row")
+
+
+def _published_keys(record: Optional[str]) -> Optional[List[str]]:
+    """The key columns our publisher's record (`_dbt_openmirror.json`) says it published with."""
+    try:
+        keys = json.loads(record).get("keyColumns") if record is not None else None
+    except (ValueError, AttributeError):
+        return None
+    return keys if isinstance(keys, list) and keys else None
+
+
+def validate(storage: LandingZoneStorage) -> List[Finding]:
+    return LandingZoneValidator(storage).validate()

@@ -1,0 +1,1 @@
+"""What the tests share: helpers, fixtures, fakes and stand-ins (the DFS emulator)."""

@@ -1,0 +1,200 @@
+"""Helpers for functional tests: set a model's input, read the model output, replay the mirror."""
+
+import datetime
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import pyarrow.parquet as pq
+
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.validate import validate
+from tests.support.delta_reader import read_delta
+from tests.support.mirror_oracle import data_files, replay
+
+
+class Warehouse:
+    """SQL through the test project's dbt connection, whatever its method (session or thrift).
+
+    Query results come back as Parquet written by Spark and read with pyarrow, so values keep
+    their types (agate would turn them into its own).
+    """
+
+    def __init__(self, project, scratch: Path) -> None:
+        self.project = project
+        self.scratch = scratch
+        self.schema = project.test_schema
+
+    def run(self, sql: str) -> None:
+        self.project.run_sql(sql)
+
+    def _export(self, sql: str) -> pq.ParquetDataset:
+        folder = Path(tempfile.mkdtemp(dir=self.scratch))
+        self.run("set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS")
+        self.run(f"insert overwrite directory 'file://{folder}' using parquet select * from ({sql}) q")
+        return pq.ParquetDataset(folder)
+
+    def rows(self, sql: str) -> List[Dict[str, Any]]:
+        return self._export(sql).read().to_pylist()
+
+    def columns(self, relation: str) -> List[str]:
+        return self._export(f"select * from {relation} limit 0").schema.names
+
+
+def set_source(warehouse: Warehouse, schema: str, select_sql: str, name: str = "src") -> None:
+    """(Re)create the table the test models read from."""
+    warehouse.run(f"drop table if exists {schema}.{name}")
+    warehouse.run(f"create table {schema}.{name} using parquet as {select_sql}")
+
+
+def table_folder(landing_zone: Path, schema: str, table: str) -> Path:
+    return landing_zone / f"{schema}.schema" / table
+
+
+def _normal(value: Any) -> Any:
+    """One representation for what Spark rows and pyarrow give for the same value."""
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    return value
+
+
+def _sortable(row: Dict[str, Any]) -> str:
+    return json.dumps(row, sort_keys=True, default=repr)
+
+
+def normalized(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return sorted(({k: _normal(v) for k, v in row.items()} for row in rows), key=_sortable)
+
+
+def model_output(warehouse: Warehouse, sql: str) -> List[Dict[str, Any]]:
+    return normalized(warehouse.rows(sql))
+
+
+def assert_mirror_equals(warehouse, folder: Path, expected_sql: str) -> List[Dict[str, Any]]:
+    """Replaying the table folder gives exactly the rows `expected_sql` returns."""
+    expected = model_output(warehouse, expected_sql)
+    mirrored = normalized(replay(folder))
+    assert mirrored == expected
+    return mirrored
+
+
+def file_markers(folder: Path) -> List[List[int]]:
+    """Each data file's row markers, in file order; a file without the marker column is all
+    INSERTs (0), as the mirror reads it."""
+    markers = []
+    for path in data_files(folder):
+        table = pq.read_table(path)
+        marked = "__rowMarker__" in table.column_names
+        markers.append(table.column("__rowMarker__").to_pylist() if marked else [0] * table.num_rows)
+    return markers
+
+
+def marked_files(folder: Path) -> List[bool]:
+    """Whether each data file, in file order, carries a `__rowMarker__` column."""
+    return ["__rowMarker__" in pq.read_schema(path).names for path in data_files(folder)]
+
+
+def tree_digest(root: Path) -> Dict[str, str]:
+    """Every file under `root` with a hash of its bytes: equal digests mean nothing changed."""
+    if not root.exists():
+        return {}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def assert_local_mirror_equals(
+    warehouse, landing_zone: Path, target: Path, schema: str, table: str, expected_sql: str
+) -> None:
+    """`dbt-openmirror replay` brings the Delta table to exactly the model output (read back
+    with a Delta reader other than the writer)."""
+    LocalMirror(LocalStorage(landing_zone), target).replay()
+    assert normalized(read_delta(target / schema / table)) == model_output(warehouse, expected_sql)
+
+
+def findings_for(landing_zone: Path, folder: Path) -> List[str]:
+    """What `dbt-openmirror validate` reports about one table folder."""
+    prefix = str(folder.relative_to(landing_zone))
+    return [str(f) for f in validate(LocalStorage(landing_zone)) if f.where.startswith(prefix)]
+
+
+def sorted_bucket_scans(project) -> str:
+    """The session's value of the setting the hash diff turns on while it runs (macros/sql/hash_diff.sql)."""
+    [(_, value)] = project.run_sql("set spark.sql.legacy.bucketedTableScan.outputOrdering", fetch="all")
+    return str(value)
+
+
+def rewrite_key_hashes(
+    warehouse: Warehouse, hashes: str, key: str, *, hash1_offset: int = 0, run_id: Optional[str] = None,
+    buckets: Optional[int] = None,
+) -> None:
+    """Rewrite a key hashes table (its columns are those macros/sql/hash_diff.sql writes): the
+    first hash shifted by `hash1_offset` (wrong for every row unless 0), bucketed into `buckets`
+    (or not bucketed) without sort columns, as versions before sorted buckets wrote them, stamped
+    as written by `run_id` (or by the run that wrote it)."""
+    clustering = f"clustered by ({key}) into {buckets} buckets" if buckets else ""
+    warehouse.run(
+        f"create table {hashes}_rewritten using parquet {clustering} as select {key}, "
+        f"__openmirror_hash1 + {hash1_offset} as __openmirror_hash1, __openmirror_hash2 from {hashes}"
+    )
+    properties = dict(warehouse.project.run_sql(f"show tblproperties {hashes}", fetch="all"))
+    stamp = {"openmirror.run_id": run_id or properties["openmirror.run_id"],
+             "openmirror.hash_columns": properties["openmirror.hash_columns"]}
+    # Spark string literals; run_sql formats the statement, so their braces are doubled too.
+    literals = {
+        name: value.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+        for name, value in stamp.items()
+    }
+    warehouse.run(f"drop table {hashes}")
+    warehouse.run(f"alter table {hashes}_rewritten rename to {hashes}")
+    warehouse.run(f"alter table {hashes} set tblproperties ("
+                  + ", ".join(f"'{name}' = '{value}'" for name, value in literals.items()) + ")")
+
+
+@contextmanager
+def watching_mirror(landing_zone: Path, target: Path, interval: float = 0.5) -> Iterator[subprocess.Popen]:
+    """`dbt-openmirror replay --watch` as its own process, mirroring `landing_zone` the way the
+    service does (and, for a `.../Files/LandingZone` folder, writing the service's status files
+    beside it), until the block ends."""
+    command = [str(Path(sys.executable).parent / "dbt-openmirror"), "replay", str(landing_zone),
+               "--target", str(target), "--watch", "--interval", str(interval)]
+    watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield watcher
+    finally:
+        watcher.terminate()
+        output = watcher.communicate(timeout=60)[0]
+        assert watcher.returncode in (0, 1, -15), output[-3000:]
+
+
+def wait_until_mirrored(landing_zone: Path, target: Path, folders: List[Path], timeout: float = 120.0) -> None:
+    """Until the watching mirror has applied every file the journal of each table folder names."""
+    deadline = time.monotonic() + timeout
+    status_path = target / "Monitoring" / "tables.json"
+    while True:
+        wanted = {
+            (folder.parent.name[: -len(".schema")], folder.name):
+            json.loads((folder / "_dbt_openmirror.json").read_text())["lastSequenceNumber"]
+            for folder in folders
+        }
+        try:
+            tables = json.loads(status_path.read_text())["tables"]
+        except (FileNotFoundError, ValueError):
+            tables = []
+        applied = {(t["sourceSchemaName"], t["sourceTableName"]): t for t in tables}
+        if all(key in applied and applied[key]["lastAppliedFile"] == number for key, number in wanted.items()):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the mirror did not catch up: wanted {wanted}, status {applied}")
+        time.sleep(0.2)
