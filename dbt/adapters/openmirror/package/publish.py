@@ -33,9 +33,10 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     scratch_path,
 )
 from dbt.adapters.openmirror.publishing.lease import Fence, Heartbeat, LeaseManager
-from dbt.adapters.openmirror.publishing.publisher import Publisher, PublishRecord
+from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publisher, PublishRecord
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
-from dbt.adapters.openmirror.publishing.recovery import ROLL_FORWARD, decide
+from dbt.adapters.openmirror.publishing.recovery import Recovery
+from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.planning.run_plan import check_key_columns
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -369,21 +370,16 @@ class PackagePublisher:
     def _finish_interrupted(self, table_folder: str, runs: List[StagedRun], fence: Fence) -> None:
         """A publish journaled but not committed (the command stopped): the staged run is
         durable, so finish it when its files are all still there; otherwise forget it."""
-        pending = self.publisher.table_state(table_folder).pending
-        if pending is None:
-            return
         staged = {r.run_id for r in runs}
-        recovery = decide(
-            pending, self.publisher.published_names(table_folder),
-            set(self.storage.list_names(pending.staged_folder)),
-            pending.run_id if pending.run_id in staged else None, None,
-        )
-        self.log(f"{table_folder}: recovering: {recovery.message}")
-        if recovery.action == ROLL_FORWARD:
-            self.publisher.complete(pending, fence)
-            self.publisher.commit(pending, fence)
-        else:
-            self.publisher.abandon(pending, fence)
+
+        def crashed_output(pending: PendingPublish) -> CrashedRunOutput:
+            # The manifest row is the run's output: still staged, it is as good as a snapshot.
+            return CrashedRunOutput(snapshot_run_id=pending.run_id if pending.run_id in staged else None)
+
+        def report(recovery: Recovery) -> None:
+            self.log(f"{table_folder}: recovering: {recovery.message}")
+
+        PublishSequence(self.publisher, fence).recover(table_folder, crashed_output, report)
 
     def _publish_run(self, run: StagedRun, fence: Fence) -> Optional[List[str]]:
         """The run's files into the next numbers; None when an earlier attempt published it."""
@@ -420,11 +416,8 @@ class PackagePublisher:
             full_load=run.load == FULL, rebuild=run.load == FULL and state.exists, owner=run.model,
         )
         # The plugin's sequence, also without files: the record then names this run, so the
-        # chain goes on from it.
-        self.publisher.begin(pending, fence, self.rebuild_wait_seconds)
-        self.publisher.complete(pending, fence)
-        self.publisher.commit(pending, fence)
-        return pending.names
+        # chain goes on from it. The staged run is durable: a refused publish keeps its files.
+        return PublishSequence(self.publisher, fence).publish(pending, self.rebuild_wait_seconds).names
 
 
 def staged_runs(storage: LandingZoneStorage) -> List[StagedRun]:
