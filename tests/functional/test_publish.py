@@ -6,7 +6,7 @@ import json
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.openmirror.impl import OpenMirrorAdapter
+from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.storage.local import LocalStorage
 from tests.support.mirror import (
     assert_local_mirror_equals,
@@ -90,7 +90,7 @@ class TestStagingProbe:
     ):
         """spark_staging auto, Spark not local and not known to share the landing zone: a probe
         write decides. This Spark can write it, so it stages there directly."""
-        monkeypatch.setattr(OpenMirrorAdapter, "_spark_master", lambda self: "spark://elsewhere:7077")
+        monkeypatch.setattr(StagingModeChoice, "spark_master", lambda self: "spark://elsewhere:7077")
         monkeypatch.setattr(LocalStorage, "shared_with_spark", False)
         schema = project.test_schema
         set_source(warehouse, schema, f"select * from values (1, 'a', 10), (2, 'b', 20) {COLUMNS}")

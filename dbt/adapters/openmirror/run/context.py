@@ -1,0 +1,33 @@
+"""What every model run of one invocation shares: the landing zone and its publisher and leases,
+the seam to Spark, and how the invocation stages, warns and stops."""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from dbt.adapters.openmirror.publishing.lease import LeaseManager
+from dbt.adapters.openmirror.publishing.publisher import Publisher
+from dbt.adapters.openmirror.run.statements import Catalog, Statements
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+
+
+@dataclass(frozen=True)
+class RunContext:
+    storage: LandingZoneStorage
+    publisher: Publisher
+    leases: LeaseManager
+    statements: Statements
+    catalog: Catalog
+    #: The profile's landing_zone, as the snapshot records it.
+    landing_zone: str
+    #: direct or upload (publishing/staging.py), decided once per invocation.
+    staging_mode: Callable[[], str]
+    #: dbt was cancelled (Ctrl-C) while a model ran.
+    interrupted: Callable[[], bool]
+    #: Called with a name just before the snapshot rename (fault-injection tests use it).
+    checkpoint: Callable[[str], None]
+    #: Log a warning about the running model (an error under --warn-error).
+    warn: Callable[[str], None]
+    info: Callable[[str], None]
+    debug: Callable[[str], None]
+    warning: Callable[[str], None]
+    error: Callable[[str], None]

@@ -1,0 +1,156 @@
+"""Write-audit-publish in the plugin: changes held for their models' tests (publish='after_tests').
+
+A held change's output is `{{ this }}` for the tests while the published snapshot and its key
+hashes wait beside it; its staged files and its lease stay until the invocation's end, where the
+on-run-end hook publishes each change whose tests passed (run/audit.py) and discards the others.
+"""
+
+import threading
+from dataclasses import dataclass
+from typing import Any, List, Mapping, Optional, Sequence
+
+from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SnapshotRecord, snapshot_record
+from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
+from dbt.adapters.openmirror.publishing.publisher import PendingPublish, PublishedFiles
+from dbt.adapters.openmirror.publishing.sequence import PublishSequence
+from dbt.adapters.openmirror.rules.landing_zone import scratch_path
+from dbt.adapters.openmirror.run.audit import verdict
+from dbt.adapters.openmirror.run.config import MirrorConfig
+from dbt.adapters.openmirror.run.context import RunContext
+
+#: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
+AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
+#: The key hashes beside a snapshot (run/mirror_run.py).
+HASHES = "__om_hashes"
+
+
+def beside(relation: Any, suffix: str) -> Any:
+    return relation.incorporate(path={"identifier": f"{relation.identifier}{suffix}"}, type="table")
+
+
+@dataclass
+class HeldChange:
+    """A staged change waiting for its model's tests, with the lease that keeps other runs off
+    its table until it is published or discarded."""
+
+    model_id: str
+    mirror: MirrorConfig
+    pending: PendingPublish
+    target: Any
+    lease: Lease
+    heartbeat: Heartbeat
+
+
+class HeldChanges:
+    """The changes held in one invocation, published or discarded at its end."""
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+        self._held: List[HeldChange] = []
+        self._lock = threading.Lock()
+
+    def hold(self, change: HeldChange, new_output: Any, new_hashes: Any, changes: Any) -> PublishedFiles:
+        """The output and its key hashes become `{{ this }}` and its hashes; what they replace
+        waits beside them."""
+        catalog, target = self.context.catalog, change.target
+        hashes, base, base_hashes = beside(target, HASHES), beside(target, AUDIT_BASE), beside(target, AUDIT_BASE_HASHES)
+        catalog.refresh([target, hashes, base, base_hashes])
+        for kept, aside, fresh in ((target, base, new_output), (hashes, base_hashes, new_hashes)):
+            catalog.drop(aside)
+            existing = catalog.find(kept)
+            if existing is not None:
+                catalog.rename(existing, aside)
+            catalog.rename(fresh, kept)
+        catalog.drop(changes)
+        with self._lock:
+            self._held.append(change)
+        pending = change.pending
+        return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
+
+    def finish(self, results: Sequence[Any], graph: Mapping[str, Any]) -> List[str]:
+        """At the invocation's end: publish each held change whose tests passed, discard the
+        others (their snapshot goes back). One table's failure does not stop the others; the
+        first is raised at the end."""
+        lines: List[str] = []
+        failures: List[Exception] = []
+        with self._lock:
+            held, self._held = self._held, []
+        for change in held:
+            decided = verdict(change.model_id, graph.get("nodes", {}), results)
+            where = f"{change.mirror.table_folder} ({len(change.pending.files)} files, run {change.pending.run_id})"
+            try:
+                if decided.publish:
+                    self._publish(change)
+                    lines.append(f"Model '{change.mirror.model}': published {where}: {decided.reason}")
+                else:
+                    self._discard(change)
+                    lines.append(f"Model '{change.mirror.model}': not published, {where} discarded: {decided.reason}")
+                    self.context.warn(lines[-1])
+            except Exception as exc:
+                failures.append(exc)
+                self.context.error(f"Model '{change.mirror.model}': {where}: {getattr(exc, 'msg', exc)}")
+            finally:
+                change.heartbeat.stop()
+                try:
+                    self.context.leases.release(change.lease)
+                except Exception as exc:  # it expires on its own
+                    self.context.warning(f"could not release the lease on {change.lease.table_folder}: {exc}")
+        if failures:
+            raise failures[0]
+        return lines
+
+    def _publish(self, change: HeldChange) -> None:
+        """The publish sequence with `{{ this }}` already the output: a failure before the
+        journal entry discards the change; after it, recovery finishes the publish."""
+        sequence = PublishSequence(self.context.publisher, self.context.leases.fence(change.lease))
+        sequence.publish(
+            change.pending, change.mirror.rebuild_wait_seconds, if_refused=lambda: self._discard(change)
+        )
+        self.release_audit_base(change.target)
+
+    def _discard(self, change: HeldChange) -> None:
+        self.context.publisher.discard(change.pending.staged_folder)
+        self.restore_audit_base(change.target)
+
+    def settle(self, mirror: MirrorConfig, target: Any, warn: Any) -> None:
+        """A change held for its tests whose invocation stopped before its end: done if the
+        journal names it (its publish went through), discarded otherwise, with the snapshot it
+        was diffed against back in place."""
+        held = self._snapshot_record(self.context.catalog.find(target))
+        if held is None or not held.held:
+            return
+        record = self.context.publisher.read_record(mirror.table_folder)
+        if record is not None and record.run_id == held.run_id:
+            self.release_audit_base(target)
+            return
+        warn(
+            f"Model '{mirror.model}': run {held.run_id} held a change to {mirror.table_folder} for its "
+            "tests and stopped before the end of its invocation; the change was not published and "
+            "is discarded, and the snapshot is back where it was"
+        )
+        self.restore_audit_base(target)
+        if held.run_id is not None:
+            self.context.publisher.discard(scratch_path(held.run_id))
+
+    def _snapshot_record(self, relation: Optional[Any]) -> Optional[SnapshotRecord]:
+        if relation is None:
+            return None
+        rows = self.context.statements.query("openmirror_show_properties_sql", relation=str(relation))
+        return snapshot_record({str(row[0]): str(row[1]) for row in rows})
+
+    def restore_audit_base(self, target: Any) -> None:
+        """The snapshot and key hashes a held change was diffed against go back in place (on a
+        first publish there were none: the table goes, and the next run is a first publish again)."""
+        catalog = self.context.catalog
+        for kept, aside in ((target, beside(target, AUDIT_BASE)), (beside(target, HASHES), beside(target, AUDIT_BASE_HASHES))):
+            catalog.refresh([kept, aside])
+            catalog.drop(kept)
+            existing = catalog.find(aside)
+            if existing is not None:
+                catalog.rename(existing, kept)
+
+    def release_audit_base(self, target: Any) -> None:
+        """The held change is published: `{{ this }}` is an ordinary snapshot, the old one goes."""
+        self.context.statements.execute("openmirror_unset_properties_sql", relation=str(target), keys=[SNAPSHOT_HELD])
+        for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES):
+            self.context.catalog.drop(beside(target, suffix))

@@ -1,0 +1,581 @@
+"""One model's publish, from plan to snapshot: the orchestrator the `open_mirror`
+materialization drives.
+
+The materialization compiles the model, runs its hooks, keeps dbt's relation cache and returns
+its relations; it calls this class three times:
+- `prepare()`: the lease on the table folder, and what an interrupted run left finished;
+- (the materialization builds the model output as `relations.new_output`)
+- `publish(existing)`: check the output's keys, plan the run, diff against the snapshot, stage
+  the change rows as Parquet, publish them (or hold them for the model's tests) and make the
+  output the snapshot; or, for `--empty` and dry runs, check and report only.
+Every statement goes through `Statements` (the macros of macros/sql/) and every relation through
+`Catalog`, so the unit tests run each branch against a fake warehouse.
+"""
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, RunInterruptedError
+from dbt.adapters.openmirror.planning import hash_diff
+from dbt.adapters.openmirror.planning.keys import (
+    check_key_types,
+    lookalike_warning,
+    raise_key_problems,
+    resolve_key_columns,
+    string_keys,
+)
+from dbt.adapters.openmirror.planning.run_plan import (
+    INCREMENTAL,
+    REBUILD,
+    Destination,
+    RunPlan,
+    SnapshotRecord,
+    plan_run,
+    snapshot_properties,
+    snapshot_record,
+)
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
+from dbt.adapters.openmirror.publishing.publisher import PendingPublish, PublishedFiles, TableFolderState
+from dbt.adapters.openmirror.publishing.recovery import Recovery
+from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
+from dbt.adapters.openmirror.publishing.staging import Staging, discard_local, land_staged_files, start_staging
+from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_path
+from dbt.adapters.openmirror.run.config import AFTER_TESTS, MirrorConfig
+from dbt.adapters.openmirror.run.context import RunContext
+from dbt.adapters.openmirror.run.held_changes import HASHES, HeldChange, HeldChanges
+from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
+
+
+def _intermediate(target: Any, suffix: str) -> Any:
+    return target.incorporate(path={"identifier": f"{target.identifier}{suffix}"})
+
+
+@dataclass(frozen=True)
+class RunRelations:
+    """The tables one run builds beside `{{ this }}`. A run that publishes nothing (`--empty`,
+    a dry run) builds beside the names a publishing run uses: it takes no lease."""
+
+    target: Any
+    new_output: Any
+    backup: Any
+    #: Key hashes of the output and of the snapshot (planning/hash_diff.py).
+    new_hashes: Any
+    previous_hashes: Any
+    #: This run's changed keys.
+    changes: Any
+
+    @classmethod
+    def beside(cls, this: Any, publishes: bool) -> "RunRelations":
+        target = this.incorporate(type="table")
+        prefix = "__om" if publishes else "__om_check"
+        return cls(
+            target=target,
+            new_output=_intermediate(target, f"{prefix}_new"),
+            backup=target.incorporate(path={"identifier": f"{target.identifier}__dbt_backup"}, type="table"),
+            new_hashes=_intermediate(target, f"{prefix}_new_hashes"),
+            previous_hashes=_intermediate(target, HASHES),
+            changes=_intermediate(target, f"{prefix}_changes"),
+        )
+
+
+@dataclass(frozen=True)
+class ChangeRows:
+    """The change rows' select, how many writer tasks write them and whether the rows are
+    shuffled to them (see `openmirror_write_files_sql`)."""
+
+    select_sql: str
+    writers: int
+    shuffle: bool
+
+
+class MirrorRun:
+    def __init__(
+        self,
+        context: RunContext,
+        held: HeldChanges,
+        mirror: MirrorConfig,
+        this: Any,
+        run_id: str,
+        model_id: str,
+        full_refresh: bool,
+        dry_run: bool,
+        empty: bool,
+    ) -> None:
+        self.context = context
+        self.held = held
+        self.mirror = mirror
+        self.run_id = run_id
+        self.model_id = model_id
+        self.full_refresh = full_refresh
+        self.dry_run = dry_run
+        self.empty = empty
+        self.relations = RunRelations.beside(this, self.publishes)
+        #: What the run warned about: logged as it happens, reported with its result.
+        self.warnings: List[str] = []
+        self._lease: Optional[Lease] = None
+        self._heartbeat: Optional[Heartbeat] = None
+        self._staging: List[Staging] = []
+
+    @property
+    def publishes(self) -> bool:
+        return not (self.dry_run or self.empty)
+
+    def _warn(self, message: str) -> None:
+        """A rebuild, a full reload, a recovery or a takeover is never silent."""
+        self.context.warn(message)
+        self.warnings.append(message)
+
+    # -- entry points --------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """One run publishes a table at a time; it first finishes what an interrupted run left."""
+        if self.publishes:
+            self._acquire_lease()
+            self._recover()
+
+    def publish(self, existing: Optional[Any]) -> OpenMirrorResponse:
+        """The model output is built as `relations.new_output`; `existing` is `{{ this }}` as
+        dbt's cache knows it (None on a first run)."""
+        relations, catalog = self.relations, self.context.catalog
+        new_columns = catalog.columns(relations.new_output)
+        previous_columns = catalog.columns(existing) if existing is not None else None
+        if self.empty:
+            return self._check_empty(existing, new_columns, previous_columns)
+        model_keys = self._key_columns(new_columns)
+        state = self.context.publisher.table_state(self.mirror.table_folder)
+        snapshot = self._snapshot_record(existing)
+        plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
+        self._drop_ignored_columns(plan)
+        output_rows = self._key_hashes(plan)
+        change = self._change_rows(plan, snapshot, existing, output_rows)
+        if self.dry_run:
+            response = self._report_dry_run(plan, state, change)
+            for relation in (relations.new_output, relations.new_hashes, relations.changes):
+                catalog.drop(relation)
+            return response
+        staging = self._stage(change)
+        counts = self._marker_counts(plan, staging)
+        land_staged_files(self.context.storage, staging)
+        pending = self._prepare_publish(plan, staging, state, counts)
+        self._record_snapshot(plan, pending)
+        if self.mirror.publish == AFTER_TESTS:
+            published = self._hold(pending)
+        else:
+            published = self._publish(pending)
+            self.release_lease()
+        return self._response(plan, counts, published.names)
+
+    def close(self) -> None:
+        """The model ended (also when it failed): its lease and local staging folders go."""
+        self.release_lease()
+        staged, self._staging = self._staging, []
+        for staging in staged:
+            discard_local(staging)
+
+    # -- one publisher per table: lease and recovery ---------------------------------------------
+
+    def _acquire_lease(self) -> None:
+        mirror, leases = self.mirror, self.context.leases
+        lease = leases.acquire(
+            mirror.table_folder, self.run_id, mirror.model, mirror.lease_ttl_seconds, mirror.lease_wait_seconds,
+        )
+        self._lease = lease
+        if lease.taken_from is not None:
+            self._warn(
+                f"Model '{mirror.model}': took over the lease on {mirror.table_folder} from "
+                f"{lease.taken_from.describe()}, which is no longer running"
+            )
+        self._heartbeat = Heartbeat(
+            leases, lease, mirror.lease_ttl_seconds,
+            lambda exc: self.context.warning(f"Model '{mirror.model}': could not renew its lease: {exc}"),
+        )
+
+    def _held_lease(self) -> Lease:
+        if self._lease is None:
+            raise LandingZoneConfigError(f"Model '{self.mirror.model}': publishing without a lease")
+        return self._lease
+
+    def release_lease(self) -> None:
+        lease, heartbeat = self._lease, self._heartbeat
+        self._lease, self._heartbeat = None, None
+        if heartbeat is not None:
+            heartbeat.stop()
+        if lease is not None:
+            try:
+                self.context.leases.release(lease)
+            except Exception as exc:  # it expires on its own; the run's own error matters more
+                self.context.warning(f"could not release the lease on {lease.table_folder}: {exc}")
+
+    def _recover(self) -> None:
+        """Finish or discard a publish an interrupted run left journaled, and its leftovers."""
+        lease, relations, mirror = self._held_lease(), self.relations, self.mirror
+        self.context.catalog.refresh([relations.target, relations.new_output, relations.backup])
+
+        def crashed_output(pending: PendingPublish) -> CrashedRunOutput:
+            return CrashedRunOutput(self._run_id_of(relations.target), self._run_id_of(relations.new_output))
+
+        def report(recovery: Recovery) -> None:
+            self._warn(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
+
+        sequence = PublishSequence(self.context.publisher, self.context.leases.fence(lease))
+        sequence.recover(mirror.table_folder, crashed_output, report, promote=self._replace_snapshot)
+        self.held.settle(mirror, relations.target, self._warn)
+        if lease.taken_from is not None:
+            self.context.publisher.discard(scratch_path(lease.taken_from.run_id))
+
+    def _run_id_of(self, relation: Any) -> Optional[str]:
+        record = self._snapshot_record(self.context.catalog.find(relation))
+        return record.run_id if record else None
+
+    def _check_not_interrupted(self) -> None:
+        """dbt cancelled the run (Ctrl-C) while this model ran: it writes nothing more."""
+        if self.context.interrupted():
+            raise RunInterruptedError("interrupted: nothing published")
+
+    # -- the output's columns and keys, and the plan ---------------------------------------------
+
+    def _key_columns(self, columns: Sequence[ColumnSpec]) -> List[str]:
+        """The key columns as the model spells them, after checking the output's column names
+        and the key's types."""
+        names = [c.name for c in columns]
+        check_reserved_names(self.mirror.model, names)
+        key_columns = resolve_key_columns(self.mirror.model, self.mirror.unique_key, names)
+        specs = {spec.name: spec for spec in columns}
+        for warning in check_key_types(self.mirror.model, [specs[k] for k in key_columns]):
+            self._warn(warning)
+        return key_columns
+
+    def _snapshot_record(self, relation: Optional[Any]) -> Optional[SnapshotRecord]:
+        if relation is None:
+            return None
+        return snapshot_record(self._properties(relation))
+
+    def _properties(self, relation: Any) -> Dict[str, str]:
+        rows = self.context.statements.query("openmirror_show_properties_sql", relation=str(relation))
+        return {str(row[0]): str(row[1]) for row in rows}
+
+    def _destination(self, owner: str) -> Destination:
+        return Destination(self.mirror.model, self.context.landing_zone, self.mirror.table_folder, owner)
+
+    def _plan(
+        self,
+        key_columns: List[str],
+        state: TableFolderState,
+        snapshot: Optional[SnapshotRecord],
+        previous_columns: Optional[List[ColumnSpec]],
+        new_columns: List[ColumnSpec],
+    ) -> RunPlan:
+        mirror = self.mirror
+        plan = plan_run(
+            self._destination(str(self.relations.target)), key_columns, state, snapshot, self.full_refresh,
+            previous_columns, new_columns, mirror.on_schema_change,
+        )
+        if plan.unexpected:
+            action = "rebuilding" if plan.mode == REBUILD else "loading in full"
+            self._warn(f"Model '{mirror.model}': {action} {mirror.table_folder}: {plan.reason}")
+        for published, spelled in plan.schema.respelled:
+            self._warn(
+                f"Model '{mirror.model}': column '{spelled}' is published as '{published}', the "
+                "spelling the mirrored table has (column names are case-insensitive there and a "
+                "table holds one spelling); on_schema_change='sync_all_columns' rebuilds the table "
+                "to take the new spelling"
+            )
+        return plan
+
+    def _drop_ignored_columns(self, plan: RunPlan) -> None:
+        """With on_schema_change='ignore' the snapshot keeps only the published columns."""
+        if not plan.schema.ignored:
+            return
+        catalog, relation = self.context.catalog, self.relations.new_output
+        ignored = {c.name.lower() for c in plan.schema.ignored}
+        columns = [c.name for c in catalog.columns(relation) if c.name.lower() not in ignored]
+        projected = _intermediate(relation, "__om_projected")
+        catalog.drop(projected)
+        self.context.statements.execute(
+            "openmirror_project_columns_sql", target=str(projected), source=str(relation), columns=columns,
+        )
+        catalog.drop(relation)
+        catalog.rename(projected, relation)
+
+    # -- the diff --------------------------------------------------------------------------------
+
+    def _key_hashes(self, plan: RunPlan) -> int:
+        """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql), in
+        buckets sized by the output's row count (a count of Parquet rows reads no column), which
+        is returned for sizing a full load's writers."""
+        statements, relations = self.context.statements, self.relations
+        key_columns = plan.key_columns
+        columns = hash_diff.hashed_columns(plan.schema, key_columns)
+        keys = {k.lower() for k in key_columns}
+        key_types = [c.data_type for c in plan.schema.columns if c.name.lower() in keys]
+        properties = {
+            hash_diff.HASHES_RUN_ID: self.run_id,
+            hash_diff.HASHES_COLUMNS: statements.render("openmirror_hash_signature", hashed=columns),
+        }
+        output_rows = self._row_count(relations.new_output)
+        self.context.catalog.drop(relations.new_hashes)
+        statements.execute(
+            "openmirror_key_hashes_sql", target=str(relations.new_hashes), relation=str(relations.new_output),
+            key_columns=key_columns, hashed=columns, properties=properties,
+            buckets=hash_diff.bucket_count(output_rows, key_types),
+        )
+        self.context.catalog.created(relations.new_hashes)
+        return output_rows
+
+    def _change_rows(
+        self, plan: RunPlan, snapshot: Optional[SnapshotRecord], existing: Optional[Any], output_rows: int,
+    ) -> ChangeRows:
+        """The change rows against the snapshot, or a full load, after the key check."""
+        mirror, relations, statements = self.mirror, self.relations, self.context.statements
+        key_columns = plan.key_columns
+        with self._sorted_bucket_scans():
+            new = str(relations.new_output)
+            if plan.mode != INCREMENTAL:
+                self._check_keys(plan, relations.new_hashes, counted=False)
+                self._warn_key_lookalikes(plan, relations.new_hashes)
+                sql = statements.render(
+                    "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
+                    change_markers=mirror.change_markers, position=mirror.row_marker_position,
+                )
+                return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
+            hashed = hash_diff.hashed_columns(plan.schema, key_columns)
+            signature = statements.render("openmirror_hash_signature", hashed=hashed)
+            if not self._hashes_match(snapshot, signature):
+                self.context.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
+                self._check_keys(plan, relations.new_hashes, counted=False)
+                self._warn_key_lookalikes(plan, relations.new_hashes)
+                sql = statements.render(
+                    "openmirror_change_rows_sql", new_relation=new, previous_relation=str(existing),
+                    columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
+                    key_columns=key_columns, change_markers=mirror.change_markers,
+                    position=mirror.row_marker_position,
+                )
+                return ChangeRows(sql, 1, True)
+            changes = relations.changes
+            self.context.catalog.drop(changes)
+            statements.execute(
+                "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations.new_hashes),
+                previous_hashes=str(relations.previous_hashes), key_columns=key_columns,
+                change_markers=mirror.change_markers,
+            )
+            self.context.catalog.created(changes)
+            self._check_keys(plan, changes, counted=True)
+            self._warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
+            sql = statements.render(
+                "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
+                kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
+                position=mirror.row_marker_position,
+            )
+            return ChangeRows(sql, hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file), True)
+
+    @contextmanager
+    def _sorted_bucket_scans(self) -> Iterator[None]:
+        """Spark reads the sorted key hashes buckets as sorted while the diff's statements run, and
+        then no longer (see macros/sql/hash_diff.sql), also when the key check fails."""
+        self.context.statements.execute("openmirror_sorted_bucket_scans_sql", on=True)
+        try:
+            yield
+        finally:
+            self.context.statements.execute("openmirror_sorted_bucket_scans_sql", on=False)
+
+    def _row_count(self, relation: Any) -> int:
+        rows = self.context.statements.query("openmirror_row_count_sql", relation=str(relation))
+        return int(rows[0][0])
+
+    def _hashes_match(self, snapshot: Optional[SnapshotRecord], signature: str) -> bool:
+        """The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
+        over the same columns. A crash between the two renames leaves them behind: then not."""
+        hashes = self.relations.previous_hashes
+        if snapshot is None or snapshot.run_id is None:
+            return False
+        self.context.catalog.refresh([hashes])
+        if self.context.catalog.find(hashes) is None:
+            return False
+        properties = self._properties(hashes)
+        return (
+            properties.get(hash_diff.HASHES_RUN_ID) == snapshot.run_id
+            and properties.get(hash_diff.HASHES_COLUMNS) == signature
+        )
+
+    def _check_keys(self, plan: RunPlan, relation: Any, counted: bool) -> None:
+        key_columns = plan.key_columns
+        problems = self.context.statements.query(
+            "openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted,
+        )
+        raise_key_problems(self.mirror.model, key_columns, problems, self.mirror.show_key_values)
+
+    def _warn_key_lookalikes(self, plan: RunPlan, keys: Any, new_keys: Any = None) -> None:
+        """String keys that differ only in case or trailing spaces: among all keys (`keys`, a row
+        per key), or between this run's new keys (`new_keys`, the changed keys) and all keys."""
+        key_columns = plan.key_columns
+        lowered = {k.lower() for k in key_columns}
+        strings = string_keys([c for c in plan.schema.columns if c.name.lower() in lowered])
+        if not strings:
+            return
+        pairs = self.context.statements.query(
+            "openmirror_key_lookalikes_sql", keys=str(keys), key_columns=key_columns, string_keys=strings,
+            new_keys=str(new_keys) if new_keys is not None else None, change_markers=self.mirror.change_markers,
+        )
+        for one, other in pairs:
+            self._warn(lookalike_warning(self.mirror.model, key_columns, (one, other), self.mirror.show_key_values))
+
+    # -- staging and publishing ------------------------------------------------------------------
+
+    def _stage(self, change: ChangeRows) -> Staging:
+        """Spark writes the change rows as Parquet where the mirror does not look (the landing
+        zone's _scratchPad, or a local folder whose files are then uploaded there)."""
+        self._check_not_interrupted()
+        staging = start_staging(self.context.storage, scratch_path(self.run_id), self.context.staging_mode())
+        self._staging.append(staging)
+        statements, mirror = self.context.statements, self.mirror
+        statements.execute("openmirror_parquet_timestamps_sql")
+        statements.execute(
+            "openmirror_write_files_sql", uri=staging.uri, select_sql=change.select_sql,
+            compression=mirror.parquet_compression, max_rows_per_file=mirror.max_rows_per_file,
+            writers=change.writers, shuffle=change.shuffle,
+        )
+        return staging
+
+    def _marker_counts(self, plan: RunPlan, staging: Staging) -> Dict[int, int]:
+        rows = self.context.statements.query(
+            "openmirror_marker_counts_sql", uri=staging.uri, full_load=plan.mode != INCREMENTAL,
+            change_markers=self.mirror.change_markers,
+        )
+        return {int(row[0]): int(row[1]) for row in rows}
+
+    def _prepare_publish(
+        self, plan: RunPlan, staging: Staging, state: TableFolderState, counts: Dict[int, int],
+    ) -> PendingPublish:
+        """Which staged file becomes which number; nothing is published yet."""
+        publisher = self.context.publisher
+        try:
+            return publisher.prepare(
+                self.mirror.table_folder, plan.key_columns, staging.path, state, sum(counts.values()),
+                self.mirror.model, self.run_id, full_load=plan.mode != INCREMENTAL, rebuild=plan.mode == REBUILD,
+                owner=str(self.relations.target),
+            )
+        except Exception:
+            publisher.discard(staging.path)
+            raise
+
+    def _record_snapshot(self, plan: RunPlan, pending: PendingPublish) -> None:
+        """The new output records the landing zone, folder and number it will match, the run that
+        publishes it and the names its columns are published under (dropped columns are kept,
+        as nulls, under the names the mirror knows)."""
+        statements, new = self.context.statements, str(self.relations.new_output)
+        if plan.schema.kept:
+            statements.execute("openmirror_keep_columns_sql", relation=new, kept=plan.schema.kept)
+        published = [c.published_name for c in (*plan.schema.columns, *plan.schema.kept)]
+        properties = snapshot_properties(
+            self._destination(pending.owner or ""), pending.last_sequence_number, pending.run_id, published,
+            held=self.mirror.publish == AFTER_TESTS,
+        )
+        statements.execute("openmirror_snapshot_record_sql", relation=new, properties=properties)
+
+    def _publish(self, pending: PendingPublish) -> PublishedFiles:
+        """The publish sequence; the output becomes the snapshot just before the commit. A
+        failure before the journal entry discards the staged files; after it, everything is
+        left for the next run's recovery to finish (see publishing/recovery.py)."""
+        publisher = self.context.publisher
+
+        def discard() -> None:
+            publisher.discard(pending.staged_folder)
+
+        try:
+            self._check_not_interrupted()
+        except RunInterruptedError:
+            discard()
+            raise
+        sequence = PublishSequence(publisher, self.context.leases.fence(self._held_lease()))
+        return sequence.publish(
+            pending, self.mirror.rebuild_wait_seconds, make_snapshot=self._make_snapshot, if_refused=discard,
+        )
+
+    def _make_snapshot(self) -> None:
+        self._replace_snapshot()
+        self._replace_hashes()
+
+    def _replace_snapshot(self) -> None:
+        """The new output becomes `{{ this }}`; the old one is dropped. The one place the
+        snapshot is renamed: the checkpoint just before it lets fault-injection tests stop here."""
+        catalog, relations = self.context.catalog, self.relations
+        existing = catalog.find(relations.target)
+        if existing is not None:
+            if catalog.find(relations.backup):
+                catalog.drop(relations.backup)
+            catalog.rename(existing, relations.backup)
+            self.context.checkpoint(f"rename snapshot {relations.new_output} -> {relations.target}")
+        catalog.rename(relations.new_output, relations.target)
+        if existing is not None:
+            catalog.drop(relations.backup)
+
+    def _replace_hashes(self) -> None:
+        """The output's key hashes go with it. They carry its run id, so a crash before this
+        leaves hashes the next run sees do not match the snapshot (it then compares whole rows)."""
+        catalog, relations = self.context.catalog, self.relations
+        catalog.drop(relations.previous_hashes)
+        catalog.rename(relations.new_hashes, relations.previous_hashes)
+        catalog.drop(relations.changes)
+
+    def _hold(self, pending: PendingPublish) -> PublishedFiles:
+        """publish='after_tests': the output becomes `{{ this }}` for the tests; the staged files
+        and the lease stay until the invocation's end (run/held_changes.py)."""
+        lease, heartbeat = self._held_lease(), self._heartbeat
+        assert heartbeat is not None
+        self._lease, self._heartbeat = None, None  # no longer released when the model ends
+        change = HeldChange(self.model_id, self.mirror, pending, self.relations.target, lease, heartbeat)
+        relations = self.relations
+        return self.held.hold(change, relations.new_output, relations.new_hashes, relations.changes)
+
+    # -- what the run reports --------------------------------------------------------------------
+
+    def _response(self, plan: RunPlan, counts: Dict[int, int], files: List[str]) -> OpenMirrorResponse:
+        response = publish_response(counts, files, self.mirror.table_folder, plan.mode, list(self.warnings))
+        if self.mirror.publish == AFTER_TESTS:
+            response._message = f"held: {response._message}, published after its tests pass"
+        return response
+
+    def _check_empty(
+        self, existing: Optional[Any], new_columns: List[ColumnSpec], previous_columns: Optional[List[ColumnSpec]],
+    ) -> OpenMirrorResponse:
+        """`dbt run --empty` builds the model with no rows: its columns and key are checked as a
+        run would check them, and nothing is published (an empty output would delete every row).
+        `{{ this }}` stays what was published (created empty, unrecorded, only when there is
+        none, so that downstream models can still be built)."""
+        mirror = self.mirror
+        self._key_columns(new_columns)
+        plan_schema(mirror.model, previous_columns, new_columns, mirror.on_schema_change)
+        catalog, relations = self.context.catalog, self.relations
+        if existing is None:
+            catalog.rename(relations.new_output, relations.target)
+        else:
+            catalog.drop(relations.new_output)
+        return OpenMirrorResponse(
+            _message=f"--empty: columns and unique_key checked, nothing published to {mirror.table_folder}",
+            code="OPEN_MIRROR", table_folder=mirror.table_folder, mode="empty",
+        )
+
+    def _report_dry_run(self, plan: RunPlan, state: TableFolderState, change: ChangeRows) -> OpenMirrorResponse:
+        """What a run would publish now: rows per marker, the table folder and the file numbers;
+        nothing is written to the landing zone (the file count is an estimate when a change is
+        split over several files)."""
+        mirror = self.mirror
+        full_load = plan.mode != INCREMENTAL
+        rows = self.context.statements.query(
+            "openmirror_count_markers_sql", source=f"({change.select_sql}) change_rows", full_load=full_load,
+            change_markers=mirror.change_markers,
+        )
+        counts = {int(row[0]): int(row[1]) for row in rows}
+        files = hash_diff.file_count(sum(counts.values()), change.writers, mirror.max_rows_per_file, full_load)
+        first = 1 if full_load else state.last_sequence_number + 1
+        names = [data_file_name(n) for n in range(first, first + files)]
+        response = publish_response(counts, names, mirror.table_folder, plan.mode, list(self.warnings))
+        notes = [f"{plan.mode}: {plan.reason}"] if plan.reason else []
+        if state.pending is not None:
+            notes.append(f"an interrupted publish of run {state.pending.run_id} would be finished or discarded first")
+        detail = f" ({'; '.join(notes)})" if notes else ""
+        response._message = f"dry run, nothing written: {describe_change(counts, names, mirror.table_folder)}{detail}"
+        response.mode = f"dry run: {plan.mode}"
+        return response

@@ -1,0 +1,98 @@
+"""The one seam between a model's run and Spark: statements rendered from macros/sql/ and run,
+and the relations they touch kept in dbt's relation cache.
+
+`MirrorRun` sees only these two protocols; the adapter implements them over dbt-spark, and the
+unit tests over a fake warehouse.
+"""
+
+from typing import Any, List, Optional, Protocol, Sequence, Tuple
+
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+
+Row = Tuple[Any, ...]
+
+
+class Statements(Protocol):
+    """SQL from the macros of macros/sql/, by macro name and plain values."""
+
+    def render(self, macro: str, **values: Any) -> str: ...
+
+    def execute(self, macro: str, **values: Any) -> None: ...
+
+    def query(self, macro: str, **values: Any) -> List[Row]: ...
+
+
+class Catalog(Protocol):
+    """Relations as dbt's cache knows them (renames and drops keep it true)."""
+
+    def find(self, relation: Any) -> Optional[Any]: ...
+
+    def columns(self, relation: Any) -> List[ColumnSpec]: ...
+
+    def drop(self, relation: Any) -> None: ...
+
+    def rename(self, relation: Any, to: Any) -> None: ...
+
+    def created(self, relation: Any) -> None: ...
+
+    def refresh(self, relations: Sequence[Any]) -> None: ...
+
+
+class AdapterStatements:
+    """Statements run on the adapter's connection; the macros are the include project's."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+
+    def render(self, macro: str, **values: Any) -> str:
+        # dbt sets the macro resolver before it runs a node: every caller runs inside one.
+        return str(self.adapter.execute_macro(macro, kwargs=values))
+
+    def execute(self, macro: str, **values: Any) -> None:
+        self.adapter.execute(self.render(macro, **values))
+
+    def query(self, macro: str, **values: Any) -> List[Row]:
+        _, table = self.adapter.execute(self.render(macro, **values), fetch=True)
+        return [tuple(row) for row in table]
+
+
+class AdapterCatalog:
+    """dbt's relation cache, through the adapter's own relation methods."""
+
+    def __init__(self, adapter: Any, statements: AdapterStatements) -> None:
+        self.adapter = adapter
+        self.statements = statements
+
+    def find(self, relation: Any) -> Optional[Any]:
+        return self.adapter.get_relation(relation.database, relation.schema, relation.identifier)
+
+    def columns(self, relation: Any) -> List[ColumnSpec]:
+        return [ColumnSpec(c.column, c.dtype) for c in self.adapter.get_columns_in_relation(relation)]
+
+    def drop(self, relation: Any) -> None:
+        self.adapter.drop_relation(relation)
+
+    def rename(self, relation: Any, to: Any) -> None:
+        self.adapter.rename_relation(relation, to)
+
+    def created(self, relation: Any) -> None:
+        self.adapter.cache_added(relation)
+
+    def refresh(self, relations: Sequence[Any]) -> None:
+        """dbt listed relations when the invocation started; another run may have changed these
+        since (while this one waited for the lease). Ask Spark again, in one statement."""
+        pattern = "|".join(r.identifier for r in relations)
+        sql = self.statements.render("openmirror_show_tables_sql", schema=relations[0].schema, pattern=pattern)
+        _, rows = self.adapter.execute(sql, fetch=True)
+        found = {
+            r.identifier.lower(): r
+            for r in self.adapter._build_spark_relation_list(rows, self.adapter._get_relation_information)
+        }
+        for relation in relations:
+            cached = self.find(relation)
+            current = found.get(relation.identifier.lower())
+            if cached is not None and (current is None or current.type != cached.type):
+                self.adapter.cache_dropped(cached)
+                cached = None
+            if current is not None and cached is None:
+                self.adapter.cache_added(current)

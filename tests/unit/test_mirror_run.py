@@ -1,0 +1,146 @@
+"""One model's publish, driven as the materialization drives it, against a warehouse without Spark
+(tests/support/fake_warehouse.py) and a real local landing zone: what reaches the table folder,
+what the snapshot records, and which statements ran."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SNAPSHOT_RUN_ID, SNAPSHOT_SEQUENCE_NUMBER
+from dbt.adapters.openmirror.rules.markers import ROW_MARKER
+from tests.support.fake_warehouse import FakeRelation
+from tests.support.mirror_runs import FIRST, THIS, Crash, Project, no_checkpoint
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)
+
+
+def test_a_first_load_publishes_every_row_as_an_insert_and_records_the_snapshot(project: Project) -> None:
+    response = project.run(FIRST)
+    assert project.files() == ["00000000000000000001.parquet"]
+    assert [(r["id"], r[ROW_MARKER]) for r in project.rows("00000000000000000001.parquet")] == [(1, 0), (2, 0), (3, 0)]
+    assert json.loads((project.folder / "_metadata.json").read_text())["keyColumns"] == ["id"]
+    assert project.snapshot()[SNAPSHOT_SEQUENCE_NUMBER] == "1"
+    assert project.snapshot()[SNAPSHOT_RUN_ID] == "run-1" == project.record()["lastRunId"]
+    assert project.warehouse.table(THIS).rows == FIRST
+    assert (response.inserts, response.files, response.mode) == (3, ["00000000000000000001.parquet"], "initial")
+    assert "openmirror_initial_load_sql" in project.warehouse.rendered
+    assert project.warehouse.statements == [
+        "openmirror_row_count_sql", "openmirror_key_hashes_sql", "openmirror_sorted_bucket_scans_sql", "openmirror_key_problems_sql",
+        "openmirror_sorted_bucket_scans_sql", "openmirror_parquet_timestamps_sql", "openmirror_write_files_sql",
+        "openmirror_marker_counts_sql", "openmirror_snapshot_record_sql",
+    ]
+    # The key hashes and nothing else stay beside the snapshot.
+    assert sorted(project.warehouse.tables) == ["customers", "customers__om_hashes"]
+    assert not list((project.landing_zone / "_scratchPad").rglob("*.parquet"))
+
+
+def test_an_incremental_run_publishes_the_changed_keys_from_the_key_hashes(project: Project) -> None:
+    project.run(FIRST)
+    response = project.run([{"id": 1, "name": "a"}, {"id": 2, "name": "B"}, {"id": 4, "name": "d"}])
+    assert project.files() == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
+    assert [(r["id"], r["name"], r[ROW_MARKER]) for r in project.rows("00000000000000000002.parquet")] == [
+        (4, "d", 0), (2, "B", 1), (3, None, 2),
+    ]
+    assert (response.inserts, response.updates, response.deletes, response.mode) == (1, 1, 1, "incremental")
+    assert project.snapshot()[SNAPSHOT_SEQUENCE_NUMBER] == "2"
+    assert project.record()["lastSequenceNumber"] == 2
+    # The snapshot's key hashes were trusted: the changed keys, not a whole-row comparison.
+    assert "openmirror_changed_keys_sql" in project.warehouse.statements
+    assert "openmirror_changed_rows_sql" in project.warehouse.rendered
+    assert "openmirror_change_rows_sql" not in project.warehouse.rendered
+
+
+def test_key_hashes_that_do_not_match_the_snapshot_compare_whole_rows(project: Project) -> None:
+    project.run(FIRST)
+    project.warehouse.drop(FakeRelation("analytics", "customers__om_hashes"))
+    project.run([{"id": 1, "name": "z"}, *FIRST[1:]])
+    assert [(r["id"], r[ROW_MARKER]) for r in project.rows("00000000000000000002.parquet")] == [(1, 1)]
+    assert "openmirror_change_rows_sql" in project.warehouse.rendered
+    assert "openmirror_changed_keys_sql" not in project.warehouse.statements
+
+
+def test_a_run_without_changes_publishes_no_file_and_the_journal_names_it(project: Project) -> None:
+    project.run(FIRST)
+    response = project.run(FIRST)
+    assert project.files() == ["00000000000000000001.parquet"]
+    assert response.files == [] and response.mode == "incremental"
+    assert project.record()["lastRunId"] == "run-2" == project.snapshot()[SNAPSHOT_RUN_ID]
+    assert project.record()["lastSequenceNumber"] == 1 and "pending" not in project.record()
+
+
+def test_a_full_refresh_rebuilds_the_table_folder_from_one(project: Project) -> None:
+    project.run(FIRST)
+    project.run([{"id": 1, "name": "x"}])
+    response = project.run([{"id": 7, "name": "g"}], full_refresh=True)
+    assert project.files() == ["00000000000000000001.parquet"]
+    assert [(r["id"], r[ROW_MARKER]) for r in project.rows("00000000000000000001.parquet")] == [(7, 0)]
+    assert response.mode == "rebuild" and project.snapshot()[SNAPSHOT_SEQUENCE_NUMBER] == "1"
+
+
+def test_a_dry_run_writes_nothing_and_reports_the_change(project: Project) -> None:
+    project.run(FIRST)
+    before = sorted(p.relative_to(project.landing_zone) for p in project.landing_zone.rglob("*"))
+    response = project.run([*FIRST, {"id": 4, "name": "d"}], dry_run=True)
+    assert sorted(p.relative_to(project.landing_zone) for p in project.landing_zone.rglob("*")) == before
+    assert response.inserts == 1 and response.files == ["00000000000000000002.parquet"]
+    assert response.mode == "dry run: incremental"
+    assert project.snapshot()[SNAPSHOT_RUN_ID] == "run-1"
+    assert sorted(project.warehouse.tables) == ["customers", "customers__om_hashes"]
+
+
+def test_a_run_that_stopped_at_the_snapshot_rename_is_rolled_forward_by_the_next(project: Project) -> None:
+    project.run(FIRST)
+
+    def crash(name: str) -> None:
+        raise Crash(name)
+
+    project.checkpoint = crash
+    with pytest.raises(Crash, match="rename snapshot analytics.customers__om_new -> analytics.customers"):
+        project.run([*FIRST, {"id": 4, "name": "d"}])
+    assert "pending" in project.record()  # journaled, renamed, not committed
+    assert "customers" not in project.warehouse.tables  # renamed aside, the output not yet in place
+    project.checkpoint = no_checkpoint
+    response = project.run([*FIRST, {"id": 4, "name": "d"}])
+    assert any("recovering" in w and "Rolling forward" in w for w in project.warned)
+    assert response.warnings and response.files == []  # the crashed run published the change
+    assert project.files() == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
+    assert project.record()["lastRunId"] == "run-3" and "pending" not in project.record()
+    assert project.warehouse.table(THIS).rows == [*FIRST, {"id": 4, "name": "d"}]
+
+
+def test_a_run_that_stopped_before_publishing_is_discarded_by_the_next(project: Project) -> None:
+    project.run(FIRST)
+    # Journaled, nothing renamed yet, and then its output is gone too.
+    original = project.context.publisher.complete
+
+    def stop(pending: Any, fence: Any) -> None:
+        raise Crash("stopped before the renames")
+
+    project.context.publisher.complete = stop  # type: ignore[method-assign]
+    with pytest.raises(Crash):
+        project.run([*FIRST, {"id": 4, "name": "d"}])
+    project.context.publisher.complete = original  # type: ignore[method-assign]
+    project.warehouse.drop(FakeRelation("analytics", "customers__om_new"))  # the output went too
+    project.run(FIRST)
+    assert any("discarding what it staged" in w for w in project.warned)
+    assert project.files() == ["00000000000000000001.parquet"]
+    assert project.record()["lastRunId"] == "run-3"
+    assert not list((project.landing_zone / "_scratchPad").rglob("*.parquet"))
+
+
+def test_a_change_held_for_its_tests_is_published_at_the_invocations_end(tmp_path: Path) -> None:
+    project = Project(tmp_path, {"publish": "after_tests"})
+    response = project.run(FIRST)
+    assert response._message.startswith("held: ") and project.files() == []
+    assert project.snapshot()[SNAPSHOT_HELD] == "true"
+    lines = project.held.finish([], {"nodes": {}})
+    assert lines == [
+        "Model 'customers': published analytics.schema/customers (1 files, run run-1): the model has no tests"
+    ]
+    assert project.files() == ["00000000000000000001.parquet"]
+    assert SNAPSHOT_HELD not in project.snapshot()
+    assert "openmirror_unset_properties_sql" in project.warehouse.statements
