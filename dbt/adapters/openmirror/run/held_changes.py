@@ -17,17 +17,11 @@ from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
+from dbt.adapters.openmirror.run.relations import HASHES, beside
+from dbt.adapters.openmirror.run.statements import table_properties
 
 #: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
 AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
-#: The key hashes beside a snapshot (run/mirror_run.py).
-HASHES = "__om_hashes"
-
-
-def beside(relation: Any, suffix: str) -> Any:
-    return relation.incorporate(path={"identifier": f"{relation.identifier}{suffix}"}, type="table")
-
-
 @dataclass
 class HeldChange:
     """A staged change waiting for its model's tests, with the lease that keeps other runs off
@@ -135,8 +129,7 @@ class HeldChanges:
     def _snapshot_record(self, relation: Optional[Any]) -> Optional[SnapshotRecord]:
         if relation is None:
             return None
-        rows = self.context.statements.query("openmirror_show_properties_sql", relation=str(relation))
-        return snapshot_record({str(row[0]): str(row[1]) for row in rows})
+        return snapshot_record(table_properties(self.context.statements, relation))
 
     def restore_audit_base(self, target: Any) -> None:
         """The snapshot and key hashes a held change was diffed against go back in place (on a

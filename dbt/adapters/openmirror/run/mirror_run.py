@@ -12,19 +12,11 @@ Every statement goes through `Statements` (the macros of macros/sql/) and every 
 `Catalog`, so the unit tests run each branch against a fake warehouse.
 """
 
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, RunInterruptedError
 from dbt.adapters.openmirror.planning import hash_diff
-from dbt.adapters.openmirror.planning.keys import (
-    check_key_types,
-    lookalike_warning,
-    raise_key_problems,
-    resolve_key_columns,
-    string_keys,
-)
+from dbt.adapters.openmirror.planning.keys import check_key_types, resolve_key_columns
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     REBUILD,
@@ -44,50 +36,11 @@ from dbt.adapters.openmirror.publishing.staging import Staging, discard_local, l
 from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_path
 from dbt.adapters.openmirror.run.config import AFTER_TESTS, MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
-from dbt.adapters.openmirror.run.held_changes import HASHES, HeldChange, HeldChanges
+from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
+from dbt.adapters.openmirror.run.held_changes import HeldChange, HeldChanges
+from dbt.adapters.openmirror.run.relations import RunRelations, beside
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
-
-
-def _intermediate(target: Any, suffix: str) -> Any:
-    return target.incorporate(path={"identifier": f"{target.identifier}{suffix}"})
-
-
-@dataclass(frozen=True)
-class RunRelations:
-    """The tables one run builds beside `{{ this }}`. A run that publishes nothing (`--empty`,
-    a dry run) builds beside the names a publishing run uses: it takes no lease."""
-
-    target: Any
-    new_output: Any
-    backup: Any
-    #: Key hashes of the output and of the snapshot (planning/hash_diff.py).
-    new_hashes: Any
-    previous_hashes: Any
-    #: This run's changed keys.
-    changes: Any
-
-    @classmethod
-    def beside(cls, this: Any, publishes: bool) -> "RunRelations":
-        target = this.incorporate(type="table")
-        prefix = "__om" if publishes else "__om_check"
-        return cls(
-            target=target,
-            new_output=_intermediate(target, f"{prefix}_new"),
-            backup=target.incorporate(path={"identifier": f"{target.identifier}__dbt_backup"}, type="table"),
-            new_hashes=_intermediate(target, f"{prefix}_new_hashes"),
-            previous_hashes=_intermediate(target, HASHES),
-            changes=_intermediate(target, f"{prefix}_changes"),
-        )
-
-
-@dataclass(frozen=True)
-class ChangeRows:
-    """The change rows' select, how many writer tasks write them and whether the rows are
-    shuffled to them (see `openmirror_write_files_sql`)."""
-
-    select_sql: str
-    writers: int
-    shuffle: bool
+from dbt.adapters.openmirror.run.statements import table_properties
 
 
 class MirrorRun:
@@ -111,7 +64,7 @@ class MirrorRun:
         self.full_refresh = full_refresh
         self.dry_run = dry_run
         self.empty = empty
-        self.relations = RunRelations.beside(this, self.publishes)
+        self.relations = RunRelations.of(this, self.publishes)
         #: What the run warned about: logged as it happens, reported with its result.
         self.warnings: List[str] = []
         self._lease: Optional[Lease] = None
@@ -148,8 +101,10 @@ class MirrorRun:
         snapshot = self._snapshot_record(existing)
         plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
         self._drop_ignored_columns(plan)
-        output_rows = self._key_hashes(plan)
-        change = self._change_rows(plan, snapshot, existing, output_rows)
+        diff = SnapshotDiff(
+            self.context.statements, catalog, self.mirror, relations, self.run_id, self._warn, self.context.debug,
+        )
+        change = diff.change_rows(plan, snapshot, existing, diff.key_hashes(plan))
         if self.dry_run:
             response = self._report_dry_run(plan, state, change)
             for relation in (relations.new_output, relations.new_hashes, relations.changes):
@@ -250,11 +205,7 @@ class MirrorRun:
     def _snapshot_record(self, relation: Optional[Any]) -> Optional[SnapshotRecord]:
         if relation is None:
             return None
-        return snapshot_record(self._properties(relation))
-
-    def _properties(self, relation: Any) -> Dict[str, str]:
-        rows = self.context.statements.query("openmirror_show_properties_sql", relation=str(relation))
-        return {str(row[0]): str(row[1]) for row in rows}
+        return snapshot_record(table_properties(self.context.statements, relation))
 
     def _destination(self, owner: str) -> Destination:
         return Destination(self.mirror.model, self.context.landing_zone, self.mirror.table_folder, owner)
@@ -291,135 +242,13 @@ class MirrorRun:
         catalog, relation = self.context.catalog, self.relations.new_output
         ignored = {c.name.lower() for c in plan.schema.ignored}
         columns = [c.name for c in catalog.columns(relation) if c.name.lower() not in ignored]
-        projected = _intermediate(relation, "__om_projected")
+        projected = beside(relation, "__om_projected")
         catalog.drop(projected)
         self.context.statements.execute(
             "openmirror_project_columns_sql", target=str(projected), source=str(relation), columns=columns,
         )
         catalog.drop(relation)
         catalog.rename(projected, relation)
-
-    # -- the diff --------------------------------------------------------------------------------
-
-    def _key_hashes(self, plan: RunPlan) -> int:
-        """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql), in
-        buckets sized by the output's row count (a count of Parquet rows reads no column), which
-        is returned for sizing a full load's writers."""
-        statements, relations = self.context.statements, self.relations
-        key_columns = plan.key_columns
-        columns = hash_diff.hashed_columns(plan.schema, key_columns)
-        keys = {k.lower() for k in key_columns}
-        key_types = [c.data_type for c in plan.schema.columns if c.name.lower() in keys]
-        properties = {
-            hash_diff.HASHES_RUN_ID: self.run_id,
-            hash_diff.HASHES_COLUMNS: statements.render("openmirror_hash_signature", hashed=columns),
-        }
-        output_rows = self._row_count(relations.new_output)
-        self.context.catalog.drop(relations.new_hashes)
-        statements.execute(
-            "openmirror_key_hashes_sql", target=str(relations.new_hashes), relation=str(relations.new_output),
-            key_columns=key_columns, hashed=columns, properties=properties,
-            buckets=hash_diff.bucket_count(output_rows, key_types),
-        )
-        self.context.catalog.created(relations.new_hashes)
-        return output_rows
-
-    def _change_rows(
-        self, plan: RunPlan, snapshot: Optional[SnapshotRecord], existing: Optional[Any], output_rows: int,
-    ) -> ChangeRows:
-        """The change rows against the snapshot, or a full load, after the key check."""
-        mirror, relations, statements = self.mirror, self.relations, self.context.statements
-        key_columns = plan.key_columns
-        with self._sorted_bucket_scans():
-            new = str(relations.new_output)
-            if plan.mode != INCREMENTAL:
-                self._check_keys(plan, relations.new_hashes, counted=False)
-                self._warn_key_lookalikes(plan, relations.new_hashes)
-                sql = statements.render(
-                    "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
-                    change_markers=mirror.change_markers, position=mirror.row_marker_position,
-                )
-                return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
-            hashed = hash_diff.hashed_columns(plan.schema, key_columns)
-            signature = statements.render("openmirror_hash_signature", hashed=hashed)
-            if not self._hashes_match(snapshot, signature):
-                self.context.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
-                self._check_keys(plan, relations.new_hashes, counted=False)
-                self._warn_key_lookalikes(plan, relations.new_hashes)
-                sql = statements.render(
-                    "openmirror_change_rows_sql", new_relation=new, previous_relation=str(existing),
-                    columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
-                    key_columns=key_columns, change_markers=mirror.change_markers,
-                    position=mirror.row_marker_position,
-                )
-                return ChangeRows(sql, 1, True)
-            changes = relations.changes
-            self.context.catalog.drop(changes)
-            statements.execute(
-                "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations.new_hashes),
-                previous_hashes=str(relations.previous_hashes), key_columns=key_columns,
-                change_markers=mirror.change_markers,
-            )
-            self.context.catalog.created(changes)
-            self._check_keys(plan, changes, counted=True)
-            self._warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
-            sql = statements.render(
-                "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
-                kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
-                position=mirror.row_marker_position,
-            )
-            return ChangeRows(sql, hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file), True)
-
-    @contextmanager
-    def _sorted_bucket_scans(self) -> Iterator[None]:
-        """Spark reads the sorted key hashes buckets as sorted while the diff's statements run, and
-        then no longer (see macros/sql/hash_diff.sql), also when the key check fails."""
-        self.context.statements.execute("openmirror_sorted_bucket_scans_sql", on=True)
-        try:
-            yield
-        finally:
-            self.context.statements.execute("openmirror_sorted_bucket_scans_sql", on=False)
-
-    def _row_count(self, relation: Any) -> int:
-        rows = self.context.statements.query("openmirror_row_count_sql", relation=str(relation))
-        return int(rows[0][0])
-
-    def _hashes_match(self, snapshot: Optional[SnapshotRecord], signature: str) -> bool:
-        """The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
-        over the same columns. A crash between the two renames leaves them behind: then not."""
-        hashes = self.relations.previous_hashes
-        if snapshot is None or snapshot.run_id is None:
-            return False
-        self.context.catalog.refresh([hashes])
-        if self.context.catalog.find(hashes) is None:
-            return False
-        properties = self._properties(hashes)
-        return (
-            properties.get(hash_diff.HASHES_RUN_ID) == snapshot.run_id
-            and properties.get(hash_diff.HASHES_COLUMNS) == signature
-        )
-
-    def _check_keys(self, plan: RunPlan, relation: Any, counted: bool) -> None:
-        key_columns = plan.key_columns
-        problems = self.context.statements.query(
-            "openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted,
-        )
-        raise_key_problems(self.mirror.model, key_columns, problems, self.mirror.show_key_values)
-
-    def _warn_key_lookalikes(self, plan: RunPlan, keys: Any, new_keys: Any = None) -> None:
-        """String keys that differ only in case or trailing spaces: among all keys (`keys`, a row
-        per key), or between this run's new keys (`new_keys`, the changed keys) and all keys."""
-        key_columns = plan.key_columns
-        lowered = {k.lower() for k in key_columns}
-        strings = string_keys([c for c in plan.schema.columns if c.name.lower() in lowered])
-        if not strings:
-            return
-        pairs = self.context.statements.query(
-            "openmirror_key_lookalikes_sql", keys=str(keys), key_columns=key_columns, string_keys=strings,
-            new_keys=str(new_keys) if new_keys is not None else None, change_markers=self.mirror.change_markers,
-        )
-        for one, other in pairs:
-            self._warn(lookalike_warning(self.mirror.model, key_columns, (one, other), self.mirror.show_key_values))
 
     # -- staging and publishing ------------------------------------------------------------------
 

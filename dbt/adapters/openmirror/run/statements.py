@@ -5,7 +5,7 @@ and the relations they touch kept in dbt's relation cache.
 unit tests over a fake warehouse.
 """
 
-from typing import Any, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
@@ -96,3 +96,9 @@ class AdapterCatalog:
                 cached = None
             if current is not None and cached is None:
                 self.adapter.cache_added(current)
+
+
+def table_properties(statements: Statements, relation: Any) -> Dict[str, str]:
+    """A table's properties (`show tblproperties`)."""
+    rows = statements.query("openmirror_show_properties_sql", relation=str(relation))
+    return {str(row[0]): str(row[1]) for row in rows}

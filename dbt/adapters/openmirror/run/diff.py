@@ -1,0 +1,163 @@
+"""The diff of one run: the output's key hashes, its keys checked, and the change rows against the
+snapshot (planning/hash_diff.py decides the sizes; the SQL is macros/sql/hash_diff.sql and
+full_diff.sql).
+
+Three ways: a full load (first load or rebuild) selects every row; an incremental run whose
+snapshot's key hashes can be trusted compares hashes and selects the changed keys' rows; one
+whose hashes cannot (a crash between the two renames, other hashed columns) compares whole rows.
+"""
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+from dbt.adapters.openmirror.planning import hash_diff
+from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_problems, string_keys
+from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
+from dbt.adapters.openmirror.run.config import MirrorConfig
+from dbt.adapters.openmirror.run.relations import RunRelations
+from dbt.adapters.openmirror.run.statements import Catalog, Statements, table_properties
+
+
+@dataclass(frozen=True)
+class ChangeRows:
+    """The change rows' select, how many writer tasks write them and whether the rows are
+    shuffled to them (see `openmirror_write_files_sql`)."""
+
+    select_sql: str
+    writers: int
+    shuffle: bool
+
+
+class SnapshotDiff:
+    def __init__(
+        self, statements: Statements, catalog: Catalog, mirror: MirrorConfig, relations: RunRelations,
+        run_id: str, warn: Callable[[str], None], debug: Callable[[str], None],
+    ) -> None:
+        self.statements = statements
+        self.catalog = catalog
+        self.mirror = mirror
+        self.relations = relations
+        self.run_id = run_id
+        self.warn = warn
+        self.debug = debug
+
+    def key_hashes(self, plan: RunPlan) -> int:
+        """One pass over the output: its key hashes table (see macros/sql/hash_diff.sql), in
+        buckets sized by the output's row count (a count of Parquet rows reads no column), which
+        is returned for sizing a full load's writers."""
+        statements, relations = self.statements, self.relations
+        key_columns = plan.key_columns
+        columns = hash_diff.hashed_columns(plan.schema, key_columns)
+        keys = {k.lower() for k in key_columns}
+        key_types = [c.data_type for c in plan.schema.columns if c.name.lower() in keys]
+        properties = {
+            hash_diff.HASHES_RUN_ID: self.run_id,
+            hash_diff.HASHES_COLUMNS: statements.render("openmirror_hash_signature", hashed=columns),
+        }
+        output_rows = self._row_count(relations.new_output)
+        self.catalog.drop(relations.new_hashes)
+        statements.execute(
+            "openmirror_key_hashes_sql", target=str(relations.new_hashes), relation=str(relations.new_output),
+            key_columns=key_columns, hashed=columns, properties=properties,
+            buckets=hash_diff.bucket_count(output_rows, key_types),
+        )
+        self.catalog.created(relations.new_hashes)
+        return output_rows
+
+    def change_rows(
+        self, plan: RunPlan, snapshot: Optional[SnapshotRecord], existing: Optional[Any], output_rows: int,
+    ) -> ChangeRows:
+        """The change rows against the snapshot, or a full load, after the key check."""
+        mirror, relations, statements = self.mirror, self.relations, self.statements
+        key_columns = plan.key_columns
+        with self._sorted_bucket_scans():
+            new = str(relations.new_output)
+            if plan.mode != INCREMENTAL:
+                self._check_keys(plan, relations.new_hashes, counted=False)
+                self._warn_key_lookalikes(plan, relations.new_hashes)
+                sql = statements.render(
+                    "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
+                    change_markers=mirror.change_markers, position=mirror.row_marker_position,
+                )
+                return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
+            hashed = hash_diff.hashed_columns(plan.schema, key_columns)
+            signature = statements.render("openmirror_hash_signature", hashed=hashed)
+            if not self._hashes_match(snapshot, signature):
+                self.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
+                self._check_keys(plan, relations.new_hashes, counted=False)
+                self._warn_key_lookalikes(plan, relations.new_hashes)
+                sql = statements.render(
+                    "openmirror_change_rows_sql", new_relation=new, previous_relation=str(existing),
+                    columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
+                    key_columns=key_columns, change_markers=mirror.change_markers,
+                    position=mirror.row_marker_position,
+                )
+                return ChangeRows(sql, 1, True)
+            changes = relations.changes
+            self.catalog.drop(changes)
+            statements.execute(
+                "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations.new_hashes),
+                previous_hashes=str(relations.previous_hashes), key_columns=key_columns,
+                change_markers=mirror.change_markers,
+            )
+            self.catalog.created(changes)
+            self._check_keys(plan, changes, counted=True)
+            self._warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
+            sql = statements.render(
+                "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
+                kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
+                position=mirror.row_marker_position,
+            )
+            return ChangeRows(sql, hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file), True)
+
+    @contextmanager
+    def _sorted_bucket_scans(self) -> Iterator[None]:
+        """Spark reads the sorted key hashes buckets as sorted while the diff's statements run, and
+        then no longer (see macros/sql/hash_diff.sql), also when the key check fails."""
+        self.statements.execute("openmirror_sorted_bucket_scans_sql", on=True)
+        try:
+            yield
+        finally:
+            self.statements.execute("openmirror_sorted_bucket_scans_sql", on=False)
+
+    def _row_count(self, relation: Any) -> int:
+        rows = self.statements.query("openmirror_row_count_sql", relation=str(relation))
+        return int(rows[0][0])
+
+    def _hashes_match(self, snapshot: Optional[SnapshotRecord], signature: str) -> bool:
+        """The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
+        over the same columns. A crash between the two renames leaves them behind: then not."""
+        hashes = self.relations.previous_hashes
+        if snapshot is None or snapshot.run_id is None:
+            return False
+        self.catalog.refresh([hashes])
+        if self.catalog.find(hashes) is None:
+            return False
+        properties = table_properties(self.statements, hashes)
+        return (
+            properties.get(hash_diff.HASHES_RUN_ID) == snapshot.run_id
+            and properties.get(hash_diff.HASHES_COLUMNS) == signature
+        )
+
+    def _check_keys(self, plan: RunPlan, relation: Any, counted: bool) -> None:
+        key_columns = plan.key_columns
+        problems = self.statements.query(
+            "openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted,
+        )
+        raise_key_problems(self.mirror.model, key_columns, problems, self.mirror.show_key_values)
+
+    def _warn_key_lookalikes(self, plan: RunPlan, keys: Any, new_keys: Any = None) -> None:
+        """String keys that differ only in case or trailing spaces: among all keys (`keys`, a row
+        per key), or between this run's new keys (`new_keys`, the changed keys) and all keys."""
+        key_columns = plan.key_columns
+        lowered = {k.lower() for k in key_columns}
+        strings = string_keys([c for c in plan.schema.columns if c.name.lower() in lowered])
+        if not strings:
+            return
+        pairs = self.statements.query(
+            "openmirror_key_lookalikes_sql", keys=str(keys), key_columns=key_columns, string_keys=strings,
+            new_keys=str(new_keys) if new_keys is not None else None, change_markers=self.mirror.change_markers,
+        )
+        for one, other in pairs:
+            self.warn(lookalike_warning(self.mirror.model, key_columns, (one, other), self.mirror.show_key_values))
