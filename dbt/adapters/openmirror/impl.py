@@ -9,7 +9,7 @@ its lease when dbt releases the model's connection (also when it failed).
 import threading
 import uuid
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
@@ -82,7 +82,7 @@ class OpenMirrorAdapter(SparkAdapter):
             staging_mode=StagingModeChoice(
                 self.config.credentials.spark_staging, storage, statements, logger.info, logger.debug,
             ),
-            interrupted=self.connections.interrupted.is_set,
+            interrupted=cast(OpenMirrorConnectionManager, self.connections).interrupted.is_set,
             checkpoint=self._snapshot_checkpoint,
             warn=warn, info=logger.info, debug=logger.debug, warning=logger.warning, error=logger.error,
         )
