@@ -11,17 +11,17 @@ import argparse
 import datetime
 import decimal
 import json
+import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 
 
 def rows(ids: list, version: int, markers: list) -> pa.Table:

@@ -5,15 +5,14 @@ output with continuous numbering, no journal left open and nothing left staged."
 import json
 import os
 from dataclasses import dataclass, field
-from typing import List
 
 import pytest
 from dbt.tests.util import run_dbt
 
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
-from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
 from tests.support.mirror import findings_for, model_output, normalized, set_source, table_folder
 from tests.support.mirror_oracle import data_files, replay
+from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2,
@@ -35,7 +34,7 @@ class SweepReport:
     failed_runs: int = 0
     #: Operations at the end of a run that release its lease (a fault there fails nothing).
     release_points: int = 0
-    divergences: List[str] = field(default_factory=list)
+    divergences: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         return (f"{self.scenario}: {self.crash_points} crash points, {self.runs} dbt runs "
@@ -78,7 +77,7 @@ def _divergence(project, warehouse, landing_zone, table) -> str:
     return "; ".join(p for p in problems if p)
 
 
-def crash_points(operations: int, every_point: bool) -> List[int]:
+def crash_points(operations: int, every_point: bool) -> list[int]:
     """Every operation, or every third one plus the last two (the commit and lease release)."""
     if every_point:
         return list(range(1, operations + 1))

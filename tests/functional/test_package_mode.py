@@ -5,11 +5,11 @@ publish, replaying the landing zone in file order gives exactly the model output
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from dbt.adapters.openmirror.package.publish import PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.support.delta_reader import read_delta
+from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
+from tests.support.delta_reader import read_delta
 from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
@@ -25,6 +25,7 @@ from tests.support.mirror import (
     wait_until_mirrored,
     watching_mirror,
 )
+from tests.support.mirror_oracle import data_files, replay
 from tests.support.package_mode import (
     MODEL,
     InPackageMode,
@@ -32,7 +33,6 @@ from tests.support.package_mode import (
     manifest_states,
     publish,
 )
-from tests.support.mirror_oracle import data_files, replay
 
 COLUMNS = "as t(id, name, amount)"
 

@@ -10,12 +10,12 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import read_delta
 from tests.support.mirror import table_folder
-from tests.support.package_mode import InPackageMode, publish
 from tests.support.mirror_oracle import data_files
+from tests.support.package_mode import InPackageMode, publish
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', on_schema_change='append_new_columns') }}

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.landing_zones import declare, parquet, rows
 
 TABLE = ("sales", "orders")

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
 from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
+from dbt.adapters.openmirror.tools.cli import main
 from tests.support.dfs_emulator import DfsEmulator
 
 TABLES = {

@@ -15,7 +15,6 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from email.message import Message
-from typing import Optional, Tuple
 from urllib.parse import urlsplit
 
 import pytest
@@ -24,8 +23,6 @@ from hypothesis import strategies as st
 
 from dbt.adapters.openmirror.tools.cli import WEBHOOK_SECRET_VARIABLE, _webhook_receiver, main, parser
 from dbt.adapters.openmirror.tools.http_limits import ConnectionSlots
-from tests.support.mirror_oracle import replay
-from tests.support.package_staging import FOLDER, stage_run
 from dbt.adapters.openmirror.tools.webhook import (
     WEBHOOK_PATH,
     RecentEvents,
@@ -37,6 +34,8 @@ from dbt.adapters.openmirror.tools.webhook import (
     parse_timestamp,
     sign,
 )
+from tests.support.mirror_oracle import replay
+from tests.support.package_staging import FOLDER, stage_run
 
 SECRET = b"whsec-test-0123456789abcdef"
 WAIT = 5  # seconds: a bound for waits that normally end in milliseconds
@@ -85,7 +84,7 @@ def connect(url: str) -> socket.socket:
     return socket.create_connection((parts.hostname, parts.port), timeout=WAIT)
 
 
-def raw_exchange(url: str, data: bytes, end_body: bool = False) -> Tuple[Optional[int], str]:
+def raw_exchange(url: str, data: bytes, end_body: bool = False) -> tuple[int | None, str]:
     """Send `data` as it is (`end_body`: then close our side); (status, body) of the answer, or
     (None, "") when the receiver closed the connection without one."""
     with connect(url) as sock:

@@ -8,8 +8,8 @@ from dbt.adapters.openmirror.planning.keys import (
     resolve_key_columns,
     string_keys,
 )
-from dbt.adapters.openmirror.run.response import publish_response
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.run.response import publish_response
 
 
 def test_key_columns_take_the_model_spelling():

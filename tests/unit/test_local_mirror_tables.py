@@ -13,12 +13,12 @@ from deltalake import DeltaTable, QueryBuilder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
-from dbt.adapters.openmirror.storage import LocalStorage
 from tests.support.delta_reader import protocol, read_delta, schema
-from tests.support.mirror_oracle import replay as oracle_replay
 from tests.support.landing_zones import declare, parquet, rows
+from tests.support.mirror_oracle import replay as oracle_replay
 
 
 def by_table(statuses):

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import ServiceWaitError
-from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
+from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "sales.schema/orders"

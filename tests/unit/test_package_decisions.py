@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import jinja2
 import pytest
 
-from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.errors import SchemaChangeError
 from dbt.adapters.openmirror.planning.hash_diff import ROWS_PER_BUCKET, bucket_count, hashed_columns, writer_count
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
+from dbt.adapters.openmirror.run.audit import verdict
 
 PACKAGE_MACROS = Path(__file__).resolve().parents[2] / "macros" / "package"
 

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
 from tests.support.mirror import tree_digest
 from tests.support.mirror_oracle import replay
 from tests.support.package_staging import FOLDER, record, stage_run, write_manifest_rows

@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
-from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
+from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "s.schema/t"
@@ -418,8 +418,9 @@ def test_abandoning_after_renames_records_the_numbers_it_published(storage):
 
 
 def test_the_first_publish_identifies_the_publisher_once(storage):
-    from dbt.adapters.openmirror.__version__ import version
     from dbt.version import __version__ as dbt_version
+
+    from dbt.adapters.openmirror.__version__ import version
 
     stage(storage, 1)
     publish(storage, 1)

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.validate import ERROR, WARNING, validate
 from tests.support.landing_zones import csv_table, text_file
 

@@ -3,8 +3,6 @@
 import re
 
 import pytest
-from dbt.tests.util import run_dbt
-from dbt_common.exceptions import DbtRuntimeError
 from dbt.tests.adapter.dbt_debug.test_dbt_debug import BaseDebugPostgres
 from dbt.tests.adapter.dbt_show.test_dbt_show import (
     BaseShowDoesNotHandleDoubleLimit,
@@ -18,6 +16,8 @@ from dbt.tests.adapter.empty.test_empty import (
     BaseTestEmptySeedFlag,
     MetadataWithEmptyFlag,
 )
+from dbt.tests.util import run_dbt
+from dbt_common.exceptions import DbtRuntimeError
 
 from tests.functional.adapter_suites.skip_reasons import DROP_COLUMN_NEEDS_DELTA
 

@@ -10,7 +10,7 @@ kept as its text (Delta has no time-of-day type), `ByteArray` is the field's byt
 """
 
 import re
-from typing import BinaryIO, Dict, List
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,7 +19,7 @@ import pyarrow.csv as csv
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER
 from dbt.adapters.openmirror.rules.metadata_files import DelimitedText
 
-DECLARED_TYPES: Dict[str, pa.DataType] = {
+DECLARED_TYPES: dict[str, pa.DataType] = {
     "Double": pa.float64(), "Single": pa.float32(), "Int16": pa.int16(), "Int32": pa.int32(),
     "Int64": pa.int64(), "DateTime": pa.timestamp("us", tz="UTC"), "IDate": pa.date32(),
     "ITime": pa.string(), "String": pa.string(), "Boolean": pa.bool_(), "ByteArray": pa.binary(),
@@ -66,7 +66,7 @@ def read_delimited_text(handle: BinaryIO, text: DelimitedText) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _check_header(names: List[str], text: DelimitedText) -> None:
+def _check_header(names: list[str], text: DelimitedText) -> None:
     declared = [c.name for c in text.columns] + [ROW_MARKER]
     repeated = sorted({n for n in names if names.count(n) > 1})
     missing = [n for n in declared if n not in names]

@@ -48,7 +48,7 @@ def canonical_landing_zone(landing_zone: str) -> str:
     return str(local_root(landing_zone))
 
 
-def open_landing_zone(landing_zone: str, auth: Optional[AzureAuth] = None) -> LandingZoneStorage:
+def open_landing_zone(landing_zone: str, auth: AzureAuth | None = None) -> LandingZoneStorage:
     if not is_remote(landing_zone):
         return LocalStorage(local_root(landing_zone))
     # Imported here: the Azure SDKs are only needed for remote landing zones.

@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ class ConnectionSlots:
             raise ValueError("the connection limit must be at least 1")
         self._limit = limit
         self._request_seconds = request_seconds
-        self._open: Dict[socket.socket, _Connection] = {}
+        self._open: dict[socket.socket, _Connection] = {}
         self._changed = threading.Condition()
 
     def admit(self, sock: socket.socket) -> bool:

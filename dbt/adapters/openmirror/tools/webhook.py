@@ -22,10 +22,10 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import Message
-from typing import Callable, Iterable, Optional, Tuple
 
 from dbt.adapters.openmirror.tools.http_limits import BoundedHTTPServer, BoundedRequestHandler, ConnectionSlots
 
@@ -91,7 +91,7 @@ def sign(secret: bytes, body: bytes) -> str:
     return hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def signature_matches(secret: bytes, body: bytes, authorization: Optional[str]) -> bool:
+def signature_matches(secret: bytes, body: bytes, authorization: str | None) -> bool:
     if not authorization:
         return False
     # Constant time, so the comparison does not tell an attacker how many characters were right.
@@ -257,7 +257,7 @@ class WebhookReceiver:
         )
         self._server.receiver = self
         self._worker = PublishWorker(publish)
-        self._serving: Optional[threading.Thread] = None
+        self._serving: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -297,7 +297,7 @@ class WebhookReceiver:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def receive(self, authorization: Optional[str], body: bytes) -> Tuple[int, str]:
+    def receive(self, authorization: str | None, body: bytes) -> tuple[int, str]:
         """(status, message) for a POST to the webhook path; Rejected for a refused one."""
         # Signature first: nothing of an unauthenticated body is parsed or believed.
         if not signature_matches(self._secret, body, authorization):
@@ -369,7 +369,7 @@ class _WebhookHandler(BoundedRequestHandler):
             raise Rejected(400, "the body is shorter than its Content-Length")
         return body
 
-    def _answer(self, status: int, message: str, headers: Optional[dict] = None) -> None:
+    def _answer(self, status: int, message: str, headers: dict | None = None) -> None:
         data = (message + "\n").encode()
         self.send_response(status)
         for name, value in {"Content-Type": "text/plain; charset=utf-8", **(headers or {})}.items():

@@ -3,9 +3,10 @@ lock on a file in the target, which the OS drops when the holding process ends (
 POSIX `flock` or Windows `msvcrt.locking`, imported where used so the CLI starts everywhere."""
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 
 @contextmanager

@@ -9,9 +9,9 @@
 - A folder deleted and recreated between two polls is recognised (see `recreated`) and rebuilt.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,11 +26,11 @@ from dbt.adapters.openmirror.rules.column_rules import (
 )
 from dbt.adapters.openmirror.rules.delimited_text import DelimitedTextError, read_delimited_text
 from dbt.adapters.openmirror.rules.landing_zone import METADATA_FILE, PROCESSED_FOLDERS, parse_sequence_number
-from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers, without_deletes
-from dbt.adapters.openmirror.tools.local_mirror.delta_table import AppliedFile, MirroredTable
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, ROW_MARKER, UPSERT
 from dbt.adapters.openmirror.rules.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
+from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers, without_deletes
+from dbt.adapters.openmirror.tools.local_mirror.delta_table import AppliedFile, MirroredTable
 
 PROCESSED = PROCESSED_FOLDERS[0]
 
@@ -47,14 +47,14 @@ class TableStopped(Exception):
 class FolderView:
     """One look at a table folder: what a poll decides from."""
 
-    files: Dict[str, StoredFile]
+    files: dict[str, StoredFile]
     #: Names in `_ProcessedFiles/` and `_FilesReadyToDelete/`.
-    processed: Set[str]
+    processed: set[str]
     #: Whether either of those folders exists: only this folder's own past puts them there.
     has_processed_folder: bool
 
     @property
-    def metadata_file(self) -> Optional[StoredFile]:
+    def metadata_file(self) -> StoredFile | None:
         return self.files.get(METADATA_FILE)
 
 
@@ -62,18 +62,18 @@ class FolderView:
 class Progress:
     """What a poll of the table found and did (the table's status is made from it)."""
 
-    applied: Optional[AppliedFile]
-    key_columns: Tuple[str, ...] = ()
+    applied: AppliedFile | None
+    key_columns: tuple[str, ...] = ()
     files: int = 0
     rows: int = 0
     bytes: int = 0
-    pending: Tuple[str, ...] = ()
-    waiting_for: Optional[str] = None
-    ignored: Tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    waiting_for: str | None = None
+    ignored: tuple[str, ...] = ()
     rebuilt: bool = False
 
 
-def identity(file: Optional[StoredFile]) -> Optional[Tuple[int, float]]:
+def identity(file: StoredFile | None) -> tuple[int, float] | None:
     """What tells two versions of a path apart: size and the storage's last-modified time."""
     return None if file is None else (file.size, file.last_modified)
 
@@ -117,7 +117,7 @@ class TableFolderReplay:
             raise TableStopped("InvalidMetadata", f"{METADATA_FILE}: {'; '.join(parsed.errors)}")
         return parsed.metadata
 
-    def run(self, progress: Progress, names_applied: Callable[[MirroredTable], Set[str]]) -> None:
+    def run(self, progress: Progress, names_applied: Callable[[MirroredTable], set[str]]) -> None:
         """Apply what is due; `progress` says how far it got, also when TableStopped is raised.
         `names_applied` gives the names of every file a table applied."""
         view = self.view()
@@ -138,7 +138,7 @@ class TableFolderReplay:
 
     # -- which files ---------------------------------------------------------------------------
 
-    def _due(self, view: FolderView, metadata: TableMetadata, progress: Progress, processed: Set[str]) -> List[StoredFile]:
+    def _due(self, view: FolderView, metadata: TableMetadata, progress: Progress, processed: set[str]) -> list[StoredFile]:
         last = progress.applied
         if last is not None and identity(view.files.get(last.name)) == (last.size, last.modified):
             self._move_processed(last.name, view)  # applied by a replay killed before the move
@@ -172,7 +172,7 @@ class TableFolderReplay:
     # -- one file ------------------------------------------------------------------------------
 
     def _apply(self, file: StoredFile, view: FolderView, metadata: TableMetadata,
-               mirrored: Optional[MirroredTable], progress: Progress) -> MirroredTable:
+               mirrored: MirroredTable | None, progress: Progress) -> MirroredTable:
         keys = list(metadata.key_columns)
         rows = self._rows(file, metadata)
         current = mirrored.columns() if mirrored is not None else TableColumns()
