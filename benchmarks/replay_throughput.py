@@ -75,9 +75,13 @@ def main() -> None:
             change.append(time.perf_counter() - began)
             assert status.lastAppliedFile == 2, status
     first, then = statistics.median(initial), statistics.median(change)
-    print(f"initial load: {args.rows} rows in {first:.2f} s = {args.rows / first:,.0f} rows/s (median of {args.repeat})")
-    print(f"change file:  {args.changes} rows in {then:.2f} s = {args.changes / then:,.0f} rows/s "
-          f"onto {args.rows} rows (median of {args.repeat})")
+    print(
+        f"initial load: {args.rows} rows in {first:.2f} s = {args.rows / first:,.0f} rows/s (median of {args.repeat})"
+    )
+    print(
+        f"change file:  {args.changes} rows in {then:.2f} s = {args.changes / then:,.0f} rows/s "
+        f"onto {args.rows} rows (median of {args.repeat})"
+    )
 
 
 if __name__ == "__main__":

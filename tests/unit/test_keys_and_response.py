@@ -75,4 +75,7 @@ def test_example_key_values_can_be_hidden():
 def test_lookalike_keys_are_named_with_why_they_matter():
     warning = lookalike_warning("m", ["code"], ("code=ABC", "code=abc "), show_values=True)
     assert "Model 'm'" in warning and "'code=ABC' and 'code=abc '" in warning and "trailing spaces" in warning
-    assert string_keys([ColumnSpec("id", "int"), ColumnSpec("code", "string"), ColumnSpec("c2", "varchar(3)")]) == ["code", "c2"]
+    assert string_keys([ColumnSpec("id", "int"), ColumnSpec("code", "string"), ColumnSpec("c2", "varchar(3)")]) == [
+        "code",
+        "c2",
+    ]

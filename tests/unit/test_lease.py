@@ -85,7 +85,7 @@ def test_expiry_is_judged_by_the_storages_clock_not_the_hosts(tmp_path):
     LeaseManager(storage).acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
     # A host whose clock runs 200 s ahead, or 200 s behind, sees the same live lease.
     for offset in (200, -200):
-        contender = LeaseManager(storage, clock=lambda: time.time() + offset)
+        contender = LeaseManager(storage, clock=lambda offset=offset: time.time() + offset)
         with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
             contender.acquire(TABLE, "run-2", "orders", ttl_seconds=60, wait_seconds=0)
     age(tmp_path, 61)

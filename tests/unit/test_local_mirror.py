@@ -206,7 +206,7 @@ def test_cli_replay_and_status(lz, tmp_path, capsys):
     assert "s.t: Replicating, applied through file 1, 1 rows processed" in capsys.readouterr().out
     write(lz / "s.schema" / "t", 2, [{"id": 2}], [0])
     assert main(["status", str(lz), "--target", str(tmp_path / "m")]) == 0
-    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("s.t")][0]
+    line = [s for s in capsys.readouterr().out.splitlines() if s.startswith("s.t")][0]
     assert line.split()[1:4] == ["2", "1", "Replicating,"]
 
 

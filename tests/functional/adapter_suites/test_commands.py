@@ -126,7 +126,9 @@ class TestEmptyMetadata(MetadataWithEmptyFlag):
 # The base tests, skipped with their reasons.
 class TestSeedEmptyFlag(BaseTestEmptySeedFlag):
     skip_newer = pytest.mark.skip(reason=SEED_EMPTY_IS_NEWER)
-    test_seed_empty_creates_table_with_zero_rows = skip_newer(BaseTestEmptySeedFlag.test_seed_empty_creates_table_with_zero_rows)
+    test_seed_empty_creates_table_with_zero_rows = skip_newer(
+        BaseTestEmptySeedFlag.test_seed_empty_creates_table_with_zero_rows
+    )
     test_seed_empty_preserves_column_types = skip_newer(BaseTestEmptySeedFlag.test_seed_empty_preserves_column_types)
     test_build_empty_with_seed = pytest.mark.skip(reason="in dbt-core 1.11 `build --empty` still loads seeds in full")(
         BaseTestEmptySeedFlag.test_build_empty_with_seed

@@ -272,7 +272,9 @@ def parse_table_metadata(text: str) -> Parsed:
             parsed.errors.append(f"FileExtension {extension!r} with Parquet files: Parquet files end with .parquet")
         for ignored in ("FileFormatTypeProperties", "SchemaDefinition"):
             if ignored in table.values:
-                parsed.warnings.append(f"{ignored} is read for DelimitedText tables only; Parquet files carry their own types")
+                parsed.warnings.append(
+                    f"{ignored} is read for DelimitedText tables only; Parquet files carry their own types"
+                )
     if not parsed.errors:
         parsed.metadata = TableMetadata(keys, detection or SEQUENTIAL, upsert_default is True, delimited_text)
     return parsed

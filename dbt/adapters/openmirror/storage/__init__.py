@@ -1,7 +1,6 @@
 """Choose the storage backend once, from the profile's `landing_zone`."""
 
 from pathlib import Path
-from typing import Optional
 from urllib.parse import urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError

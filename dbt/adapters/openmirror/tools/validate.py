@@ -9,6 +9,7 @@ works but is probably not intended.
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -178,7 +179,7 @@ class LandingZoneValidator:
         if ordered and ordered[0] != 1:
             self._add(ERROR, folder, f"{1:020d}.{extension} is missing: numbering starts at 1, and every "
                       "later file waits for it")
-        for before, after in zip(ordered, ordered[1:]):
+        for before, after in pairwise(ordered):
             if after != before + 1:
                 self._add(ERROR, folder, f"{before + 1:020d}.{extension} is missing: every later file waits "
                           "behind the gap")
@@ -198,7 +199,7 @@ class LandingZoneValidator:
             else:
                 pending.append(DataFile(path, file, pending=True))
         pending.sort(key=lambda d: (d.file.last_modified, d.file.name))
-        for before, after in zip(pending, pending[1:]):
+        for before, after in pairwise(pending):
             if before.file.last_modified == after.file.last_modified:
                 self._add(WARNING, after.path, f"same last-modified time as {before.file.name}: the order in "
                           "which the service applies them is undefined")
@@ -259,7 +260,9 @@ class LandingZoneValidator:
             self._add(ERROR, path, f"key columns {missing} are absent")
         return not changes and not missing
 
-    def _rows(self, path: str, batches: Iterator[pa.RecordBatch], metadata: TableMetadata, columns: TableColumns) -> None:
+    def _rows(
+        self, path: str, batches: Iterator[pa.RecordBatch], metadata: TableMetadata, columns: TableColumns
+    ) -> None:
         keys = list(metadata.key_columns)
         required = [c.name for c in columns.columns if not c.nullable]
         reported: set[str] = set()
@@ -274,8 +277,14 @@ class LandingZoneValidator:
             offset += batch.num_rows
 
     @staticmethod
-    def _row_problems(table: pa.Table, markers: pa.ChunkedArray | None, keys: list[str], required: list[str],
-                      metadata: TableMetadata, reported: set[str]) -> Iterator[tuple[str, tuple[int, str, str]]]:
+    def _row_problems(
+        table: pa.Table,
+        markers: pa.ChunkedArray | None,
+        keys: list[str],
+        required: list[str],
+        metadata: TableMetadata,
+        reported: set[str],
+    ) -> Iterator[tuple[str, tuple[int, str, str]]]:
         """(kind, (row, severity, message)) of each kind of row problem not yet reported."""
         if markers is not None and "marker" not in reported:
             problem = marker_problem(markers, keyed=bool(keys))
