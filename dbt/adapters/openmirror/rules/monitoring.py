@@ -58,8 +58,8 @@ def parse_tables(text: str, where: str = TABLES_FILE) -> dict[tuple[str, str], M
         if not isinstance(entry, dict) or not entry.get("sourceTableName"):
             continue
         schema = entry.get("sourceSchemaName") or DEFAULT_SCHEMA
-        metrics = entry.get("metrics") if isinstance(entry.get("metrics"), dict) else {}
-        rows = metrics.get("processedRows")
+        metrics = entry.get("metrics")
+        rows = metrics.get("processedRows") if isinstance(metrics, dict) else None
         tables[(schema, entry["sourceTableName"])] = MirroredTable(
             status=str(entry.get("status") or "Unknown"),
             processed_rows=int(rows) if isinstance(rows, (int, float, str)) and str(rows).isdigit() else None,

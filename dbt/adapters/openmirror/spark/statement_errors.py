@@ -36,8 +36,9 @@ def error_text(exc: BaseException) -> tuple[str, str]:
         cause = exc.__cause__
         return (type(cause).__name__ if cause is not None else ""), exc.msg
     status = getattr(exc.args[0], "status", None) if exc.args else None
-    if getattr(status, "errorMessage", None):
-        return type(exc).__name__, str(status.errorMessage)
+    message = getattr(status, "errorMessage", None)
+    if message:
+        return type(exc).__name__, str(message)
     return type(exc).__name__, str(exc)
 
 

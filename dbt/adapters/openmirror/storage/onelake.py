@@ -106,17 +106,15 @@ class OneLakeStorage(LandingZoneStorage):
         except HttpResponseError as exc:
             if exc.status_code in (401, 403):
                 raise self._access_error(what, exc.status_code, exc) from None
-            error = LandingZoneServiceError(
-                self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}")
-            )
-            error.status_code = exc.status_code
-            raise error from None
+            raise LandingZoneServiceError(
+                self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}"), exc.status_code
+            ) from None
         except AzureError as exc:
             raise LandingZoneServiceError(
                 self.auth.mask(f"{what} in {self.location} failed after retries: {exc}")
             ) from None
 
-    def _access_error(self, what: str, status: int | None, exc: Exception) -> LandingZoneAccessError:
+    def _access_error(self, what: str, status: int | None, exc: HttpResponseError) -> LandingZoneAccessError:
         if status == 401:
             cause = (
                 "the service rejected the token. Likely cause: a token for the wrong audience "
@@ -367,7 +365,7 @@ class OneLakeStorage(LandingZoneStorage):
             except ResourceExistsError:  # 409: the service still holds the folder
                 pass
             except LandingZoneServiceError as exc:
-                if getattr(exc, "status_code", None) not in _FOLDER_BUSY:
+                if exc.status_code not in _FOLDER_BUSY:
                     raise
             if not self.exists(folder):
                 return

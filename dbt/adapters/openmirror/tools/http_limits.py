@@ -159,6 +159,8 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
     """Reads one request (HTTP/1.0) through its connection's deadline; a subclass calls
     `request_received` once it has read all it will read."""
 
+    server: BoundedHTTPServer
+
     def setup(self) -> None:
         super().setup()
         self.rfile.close()  # the socket's own file, replaced by one that keeps the deadline

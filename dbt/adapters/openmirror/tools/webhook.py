@@ -165,7 +165,7 @@ class RecentEvents:
     def __init__(self, max_age_seconds: float, limit: int = DEFAULT_REMEMBERED_EVENTS):
         self._keep_seconds = 2 * max_age_seconds
         self._limit = limit
-        self._accepted = OrderedDict()  # event id -> when it was accepted, oldest first
+        self._accepted: OrderedDict[str, float] = OrderedDict()  # event id -> when accepted, oldest first
         self._lock = threading.Lock()
 
     def remember(self, event_id: str, now: float) -> bool:
@@ -252,16 +252,13 @@ class WebhookReceiver:
         self._job_ids = frozenset(str(j) for j in job_ids)
         self.max_body_bytes = max_body_bytes
         self._recent = RecentEvents(max_age_seconds)
-        self._server = BoundedHTTPServer(
-            (host, port), _WebhookHandler, ConnectionSlots(max_connections, request_seconds)
-        )
-        self._server.receiver = self
+        self._server = _WebhookServer((host, port), self, ConnectionSlots(max_connections, request_seconds))
         self._worker = PublishWorker(publish)
         self._serving: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}{WEBHOOK_PATH}"
 
     def start(self) -> "WebhookReceiver":
@@ -329,11 +326,20 @@ class WebhookReceiver:
         return 202, "publish requested"
 
 
+class _WebhookServer(BoundedHTTPServer):
+    """The HTTP server of one receiver, which its handlers answer for."""
+
+    def __init__(self, address: tuple[str, int], receiver: WebhookReceiver, slots: ConnectionSlots) -> None:
+        self.receiver = receiver
+        super().__init__(address, _WebhookHandler, slots)
+
+
 class _WebhookHandler(BoundedRequestHandler):
     server_version = "dbt-openmirror-webhook"
+    server: _WebhookServer
 
     def do_POST(self) -> None:
-        receiver: WebhookReceiver = self.server.receiver
+        receiver = self.server.receiver
         try:
             body = self._read_body(receiver.max_body_bytes)
             if not self._is_webhook_path():

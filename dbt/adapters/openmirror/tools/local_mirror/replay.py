@@ -127,7 +127,8 @@ class LocalMirror:
         return _updated(status, progress, error)
 
     def _names_applied(self, mirrored: MirroredTable) -> set[str]:
-        table_id, version = mirrored.delta.metadata().id, mirrored.delta.version()
+        # str(): a table id is a UUID string; deltalake annotates it as int.
+        table_id, version = str(mirrored.delta.metadata().id), mirrored.delta.version()
         cached = self._applied.get(mirrored.path)
         if cached is not None and cached[0] == table_id and cached[1] <= version:
             names = cached[2] | mirrored.applied_names(since_version=cached[1])

@@ -164,7 +164,7 @@ class TableFolderReplay:
                 f"{numbered[reused[0]].name} was written again after it was applied: a number is never "
                 "reused; rebuild the table folder to start over",
             )
-        due = []
+        due: list[StoredFile] = []
         while done + len(due) + 1 in numbered:
             due.append(numbered[done + len(due) + 1])
         next_number = done + len(due) + 1
@@ -197,14 +197,15 @@ class TableFolderReplay:
             )
         rows = conformed(rows, columns)
         sequential = metadata.file_detection != LAST_UPDATE_TIME
+        number = parse_sequence_number(file.name, metadata.extension) if sequential else None
+        if number is None:  # last update time: files are numbered in the order they are applied
+            number = (progress.applied.number if progress.applied else 0) + 1
         applied = AppliedFile(
             name=file.name,
             size=file.size,
             modified=file.last_modified,
             key_columns=tuple(keys),
-            number=parse_sequence_number(file.name, metadata.extension)
-            if sequential
-            else (progress.applied.number if progress.applied else 0) + 1,
+            number=number,
             file_detection=metadata.file_detection,
             file_format=metadata.file_format,
             metadata=identity(view.metadata_file),
