@@ -368,7 +368,9 @@ class Fence:
 class Heartbeat:
     """Renews a lease every third of its time to live until stopped, or until it is lost."""
 
-    def __init__(self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error) -> None:
+    def __init__(
+        self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error: Callable[[Exception], object]
+    ) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(manager, lease, ttl_seconds, on_error),
@@ -376,7 +378,9 @@ class Heartbeat:
         )
         self._thread.start()
 
-    def _run(self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error) -> None:
+    def _run(
+        self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error: Callable[[Exception], object]
+    ) -> None:
         while not self._stop.wait(ttl_seconds / 3):
             try:
                 manager.renew(lease)

@@ -8,6 +8,7 @@ by a snapshot: forget the journal and let the run plan rebuild the table (it wil
 snapshot no longer matches the folder's last number).
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dbt.adapters.openmirror.publishing.publisher import PendingPublish
@@ -23,7 +24,7 @@ class Recovery:
     message: str
 
 
-def _span(names) -> str:
+def _span(names: Iterable[str]) -> str:
     names = sorted(names)
     if not names:
         return "no files"

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import Message
+from typing import Any
 
 from dbt.adapters.openmirror.tools.http_limits import BoundedHTTPServer, BoundedRequestHandler, ConnectionSlots
 
@@ -291,7 +292,7 @@ class WebhookReceiver:
     def __enter__(self) -> "WebhookReceiver":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def receive(self, authorization: str | None, body: bytes) -> tuple[int, str]:
@@ -384,8 +385,8 @@ class _WebhookHandler(BoundedRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args) -> None:  # the request line only, never headers
+    def log_message(self, format: str, *args: Any) -> None:  # the request line only, never headers
         logger.debug("%s %s", self.address_string(), loggable(format % args))
 
-    def log_error(self, format: str, *args) -> None:  # malformed requests, timeouts
+    def log_error(self, format: str, *args: Any) -> None:  # malformed requests, timeouts
         logger.warning("%s %s", self.address_string(), loggable(format % args))
