@@ -9,8 +9,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.mirror_oracle import data_files, replay
 from tests.support.mirror import normalized
+from tests.support.mirror_oracle import data_files, replay
 from tests.support.subprocess_project import dbt_run_command, expected, fault_env, write_project
 
 pytestmark = pytest.mark.cluster

@@ -17,10 +17,10 @@ from dbt.adapters.openmirror.storage.faults import (
     FaultInjector,
     InjectedFault,
 )
-from tests.support.mirror import findings_for, model_output, normalized, table_folder
-from tests.support.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
 from tests.functional.test_package_mode import _stage
+from tests.support.mirror import findings_for, model_output, normalized, table_folder
 from tests.support.mirror_oracle import replay
+from tests.support.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
 
 # Killed for real at these operations (in a separate process); every operation in-process.
 KILL_POINTS = (2, 7, 12)

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.landing_zones import declare, parquet, rows
 
 TABLE = ("sales", "orders")
@@ -103,7 +103,9 @@ def test_replay_watch_command_follows_a_rebuilt_table_until_sigterm(item, tmp_pa
 
 @pytest.mark.parametrize("command", ["replay", "validate", "status"])
 def test_a_landing_zone_that_does_not_exist_is_an_error(tmp_path, capsys, command):
-    arguments = [command, str(tmp_path / "missing")] + (["--target", str(tmp_path / "m")] if command == "replay" else [])
+    arguments = [command, str(tmp_path / "missing")] + (
+        ["--target", str(tmp_path / "m")] if command == "replay" else []
+    )
     assert main(arguments) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"dbt-openmirror {command}: the landing zone ") and "does not exist" in error
@@ -151,7 +153,10 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         url = f"{dfs.url}/ws/item/Files/LandingZone"
         assert main(["replay", url, "--target", str(tmp_path / "mirror")]) == 0
         assert rows(tmp_path / "mirror", *TABLE) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
-        assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [f"{1:020d}.parquet", f"{2:020d}.parquet"]
+        assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [
+            f"{1:020d}.parquet",
+            f"{2:020d}.parquet",
+        ]
         assert not (files / "Monitoring").exists()
         stop = threading.Event()
         LocalMirror(open_landing_zone(url), tmp_path / "mirror").watch(0.01, stop, lambda statuses: stop.set())

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
 from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
+from dbt.adapters.openmirror.tools.cli import main
 from tests.support.dfs_emulator import DfsEmulator
 
 TABLES = {
@@ -55,7 +55,9 @@ def _item(files_folder):
     processed = landing_zone / "sales.schema" / "orders" / "_ProcessedFiles"
     processed.mkdir()
     for number in (1, 2):
-        (landing_zone / "sales.schema" / "orders" / f"{number:020d}.parquet").rename(processed / f"{number:020d}.parquet")
+        (landing_zone / "sales.schema" / "orders" / f"{number:020d}.parquet").rename(
+            processed / f"{number:020d}.parquet"
+        )
     (files_folder / "Monitoring").mkdir()
     (files_folder / "Monitoring" / "tables.json").write_text(json.dumps(TABLES))
     (files_folder / "Monitoring" / "replicator.json").write_text(json.dumps(REPLICATOR))

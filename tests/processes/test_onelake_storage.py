@@ -308,7 +308,10 @@ def test_monitoring_files_are_written_beside_the_landing_zone(dfs, root, storage
     assert not elsewhere.write_monitoring("tables.json", "{}")
 
 
-@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+@pytest.mark.parametrize(
+    "path",
+    ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."],
+)
 def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(dfs, root, storage, path):
     storage.write_text("t/f.txt", "kept", create_only=False)
     storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=False)

@@ -16,13 +16,13 @@ import sys
 
 import pytest
 
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER
 from dbt.adapters.openmirror.package.publish import read_manifest
+from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAIL_MODE, FAULT_LOG
 from tests.conftest import ROOT
-from tests.support.package_mode import copy_landing_zone
 from tests.support.mirror_oracle import replay
+from tests.support.package_mode import copy_landing_zone
 from tests.support.package_staging import FOLDER, stage_run
 
 RUN_A = [{"id": i, "amount": 10 * i, "__rowMarker__": 0} for i in (1, 2, 3, 4)]

@@ -7,15 +7,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
 
 import yaml
 
 from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAIL_MODE, FAULT_LOG
 from tests.support.mirror import normalized
 
-Row = Tuple[int, str, int]
+Row = tuple[int, str, int]
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2,
@@ -24,7 +24,7 @@ select * from values {{ var('rows') }} as t(id, name, amount)
 """
 
 
-def write_project(root: Path, target: Dict) -> Path:
+def write_project(root: Path, target: dict) -> Path:
     """A project named `jobs` with the model `customers` and a profile for `target`; returns the
     table folder the model publishes to."""
     (root / "models").mkdir(parents=True)
@@ -40,13 +40,13 @@ def write_project(root: Path, target: Dict) -> Path:
     return Path(target["landing_zone"]) / f"{target['schema']}.schema" / "customers"
 
 
-def dbt_run_command(project: Path, rows: Sequence[Row], **dbt_vars) -> List[str]:
+def dbt_run_command(project: Path, rows: Sequence[Row], **dbt_vars) -> list[str]:
     values = ", ".join(f"({i}, '{n}', {a})" for i, n, a in rows)
     return [str(Path(sys.executable).parent / "dbt"), "run", "--project-dir", str(project),
             "--profiles-dir", str(project), "--vars", json.dumps({"rows": values, **dbt_vars})]
 
 
-def fault_env(**faults) -> Dict[str, str]:
+def fault_env(**faults) -> dict[str, str]:
     """The environment without inherited fault settings, plus `faults`."""
     env = {k: v for k, v in os.environ.items() if k not in (FAIL_AT, FAIL_MODE, FAULT_LOG)}
     env.update({k: str(v) for k, v in faults.items()})

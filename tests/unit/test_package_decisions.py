@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import jinja2
 import pytest
 
-from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.errors import SchemaChangeError
 from dbt.adapters.openmirror.planning.hash_diff import ROWS_PER_BUCKET, bucket_count, hashed_columns, writer_count
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
+from dbt.adapters.openmirror.run.audit import verdict
 
 PACKAGE_MACROS = Path(__file__).resolve().parents[2] / "macros" / "package"
 
@@ -67,19 +67,31 @@ def test_bucket_count_agrees(package, key_types):
 @pytest.mark.parametrize("max_rows_per_file", [0, 100, 2_500_000])
 def test_writer_count_agrees(package, max_rows_per_file):
     for rows in ROW_COUNTS:
-        assert package("openmirror_writer_count", rows, max_rows_per_file) == writer_count(rows, max_rows_per_file), rows
+        assert package("openmirror_writer_count", rows, max_rows_per_file) == writer_count(rows, max_rows_per_file), (
+            rows
+        )
 
 
 def test_hashed_columns_agree(package):
-    columns = [ColumnSpec("Zeta", "int"), ColumnSpec("id", "bigint"), ColumnSpec("alpha", "string"),
-               ColumnSpec("Line", "int"), ColumnSpec("beta", "array<int>")]
+    columns = [
+        ColumnSpec("Zeta", "int"),
+        ColumnSpec("id", "bigint"),
+        ColumnSpec("alpha", "string"),
+        ColumnSpec("Line", "int"),
+        ColumnSpec("beta", "array<int>"),
+    ]
     keys = ["ID", "line"]
     assert package("openmirror_hashed_columns", columns, keys) == hashed_columns(SchemaPlan(columns=columns), keys)
 
 
 def _spec(column):
-    return {"name": column.name, "data_type": column.data_type, "is_complex": column.is_complex,
-            "published_type": column.published_type, "published_name": column.published_name}
+    return {
+        "name": column.name,
+        "data_type": column.data_type,
+        "is_complex": column.is_complex,
+        "published_type": column.published_type,
+        "published_name": column.published_name,
+    }
 
 
 ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
@@ -106,11 +118,21 @@ def test_schema_plan_agrees(package, previous, current, on_schema_change, publis
         python = plan_schema("m", previous, current, on_schema_change, published_names)
     except SchemaChangeError:
         with pytest.raises(_Failed):
-            package("openmirror_schema_plan", [_spec(c) for c in previous], [_spec(c) for c in current],
-                    on_schema_change, published_names)
+            package(
+                "openmirror_schema_plan",
+                [_spec(c) for c in previous],
+                [_spec(c) for c in current],
+                on_schema_change,
+                published_names,
+            )
         return
-    jinja = package("openmirror_schema_plan", [_spec(c) for c in previous], [_spec(c) for c in current],
-                    on_schema_change, published_names)
+    jinja = package(
+        "openmirror_schema_plan",
+        [_spec(c) for c in previous],
+        [_spec(c) for c in current],
+        on_schema_change,
+        published_names,
+    )
     assert jinja["columns"] == [_spec(c) for c in python.columns]
     assert jinja["kept"] == [_spec(c) for c in python.kept]
     assert jinja["added"] == [_spec(c) for c in python.added]
@@ -127,19 +149,25 @@ AUDIT_NODES = {
 }
 
 
-@pytest.mark.parametrize("statuses", [
-    {"unique_orders_id": "pass", "relationships_orders": "pass"},
-    {"unique_orders_id": "pass", "relationships_orders": "warn"},
-    {"unique_orders_id": "fail", "relationships_orders": "error"},
-    {"unique_orders_id": "skipped", "relationships_orders": "pass"},
-    {"unique_orders_id": "pass"},
-    {},
-])
+@pytest.mark.parametrize(
+    "statuses",
+    [
+        {"unique_orders_id": "pass", "relationships_orders": "pass"},
+        {"unique_orders_id": "pass", "relationships_orders": "warn"},
+        {"unique_orders_id": "fail", "relationships_orders": "error"},
+        {"unique_orders_id": "skipped", "relationships_orders": "pass"},
+        {"unique_orders_id": "pass"},
+        {},
+    ],
+)
 @pytest.mark.parametrize("model", [AUDIT_MODEL, "model.shop.untested"])
 def test_audit_verdict_agrees(package, model, statuses):
-    results = [SimpleNamespace(node=SimpleNamespace(unique_id=f"test.shop.{name}"), status=status)
-               for name, status in statuses.items()]
+    results = [
+        SimpleNamespace(node=SimpleNamespace(unique_id=f"test.shop.{name}"), status=status)
+        for name, status in statuses.items()
+    ]
     python = verdict(model, AUDIT_NODES, results)
     assert package("openmirror_audit_verdict", model, AUDIT_NODES, results) == {
-        "publish": python.publish, "reason": python.reason,
+        "publish": python.publish,
+        "reason": python.reason,
     }

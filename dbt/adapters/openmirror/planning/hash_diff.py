@@ -7,7 +7,7 @@ the hashed columns, the bucket count and the writer count.
 """
 
 import math
-from typing import List, Sequence
+from collections.abc import Sequence
 
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
 
@@ -22,7 +22,7 @@ ROWS_PER_BUCKET = 1_000_000
 MAX_BUCKETS = 4096
 
 
-def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> List[ColumnSpec]:
+def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> list[ColumnSpec]:
     """The published non-key columns, in name order so that reordering columns changes nothing."""
     keys = {k.lower() for k in key_columns}
     return sorted((c for c in plan.columns if c.name.lower() not in keys), key=lambda c: c.name.lower())

@@ -5,7 +5,8 @@ Paths here are relative POSIX paths inside the landing zone root; storage backen
 
 import json
 import re
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.rules.metadata_files import parse_table_metadata
@@ -39,7 +40,7 @@ def data_file_name(sequence_number: int) -> str:
     return f"{sequence_number:0{SEQUENCE_DIGITS}d}.parquet"
 
 
-def parse_sequence_number(file_name: str, extension: str = "parquet") -> Optional[int]:
+def parse_sequence_number(file_name: str, extension: str = "parquet") -> int | None:
     """The number of a sequentially named data file (20 digits + `.<extension>`), or None."""
     stem, dot, suffix = file_name.partition(".")
     if dot and suffix == extension and len(stem) == SEQUENCE_DIGITS and stem.isascii() and stem.isdigit():
@@ -52,7 +53,7 @@ def highest_sequence_number(file_names: Sequence[str]) -> int:
     return max(numbers, default=0)
 
 
-def folder_name_problem(name: str) -> Optional[str]:
+def folder_name_problem(name: str) -> str | None:
     """Why `name` cannot be a schema or table folder, or None when it can."""
     if not name:
         return "it is empty"
@@ -72,14 +73,14 @@ def folder_name_problem(name: str) -> Optional[str]:
     return None
 
 
-def table_folder_path(mirror_schema: Optional[str], mirror_table: str) -> str:
+def table_folder_path(mirror_schema: str | None, mirror_table: str) -> str:
     """`<schema>.schema/<table>`, or just `<table>` without a schema folder. Names must be valid."""
     if mirror_schema:
         return f"{mirror_schema}{SCHEMA_FOLDER_SUFFIX}/{mirror_table}"
     return mirror_table
 
 
-def table_identity(table_folder: str) -> Tuple[str, str]:
+def table_identity(table_folder: str) -> tuple[str, str]:
     """(schema, table) of a table folder path, as the mirrored database names the table."""
     parent, _, table = table_folder.rpartition("/")
     if parent.endswith(SCHEMA_FOLDER_SUFFIX):
@@ -101,8 +102,9 @@ def metadata_json(key_columns: Sequence[str]) -> str:
 
 def partner_events_json() -> str:
     """Who publishes: dbt-openmirror (and its version) for a dbt project."""
-    from dbt.adapters.openmirror.__version__ import version
     from dbt.version import __version__ as dbt_version
+
+    from dbt.adapters.openmirror.__version__ import version
 
     document = {
         "partnerName": "dbt-openmirror",
@@ -115,7 +117,7 @@ def partner_events_json() -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def key_columns_from_metadata(text: str, where: str) -> List[str]:
+def key_columns_from_metadata(text: str, where: str) -> list[str]:
     """Key columns declared by a `_metadata.json` text (empty for an insert-only table)."""
     parsed = parse_table_metadata(text)
     if parsed.metadata is None:
@@ -123,7 +125,7 @@ def key_columns_from_metadata(text: str, where: str) -> List[str]:
     return list(parsed.metadata.key_columns)
 
 
-def table_folders(storage: "LandingZoneStorage") -> Iterator[Tuple[str, str, str]]:
+def table_folders(storage: "LandingZoneStorage") -> Iterator[tuple[str, str, str]]:
     """(schema, table, folder path) for every table folder, `_`-prefixed names ignored."""
     for name in storage.list_names(""):
         if name.startswith("_"):

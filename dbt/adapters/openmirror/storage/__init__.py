@@ -1,7 +1,6 @@
 """Choose the storage backend once, from the profile's `landing_zone`."""
 
 from pathlib import Path
-from typing import Optional
 from urllib.parse import urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
@@ -48,7 +47,7 @@ def canonical_landing_zone(landing_zone: str) -> str:
     return str(local_root(landing_zone))
 
 
-def open_landing_zone(landing_zone: str, auth: Optional[AzureAuth] = None) -> LandingZoneStorage:
+def open_landing_zone(landing_zone: str, auth: AzureAuth | None = None) -> LandingZoneStorage:
     if not is_remote(landing_zone):
         return LocalStorage(local_root(landing_zone))
     # Imported here: the Azure SDKs are only needed for remote landing zones.
