@@ -176,6 +176,7 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set constants = om.openmirror_constants() -%}
   {%- set keys, loads, reasons = constants.properties, constants.loads, constants.reasons -%}
+  {%- set first = snapshot is none -%}
   {%- set snapshot = snapshot if snapshot is not none else {} -%}
   {%- set published_names = om.openmirror_published_names(snapshot) -%}
   {%- set spelling = om.openmirror_published_spelling(published_names, previous or []) -%}
@@ -183,7 +184,7 @@
   {%- for key in key_columns -%}{%- do published_keys.append(spelling.get(key | lower, key)) -%}{%- endfor -%}
   {%- set full_plan = {'columns': columns, 'kept': [], 'added': [], 'respelled': [], 'rebuild_reason': none} -%}
   {%- set full = {'load': loads.full, 'plan': full_plan, 'key_columns': key_columns} -%}
-  {%- if not snapshot or snapshot.get(keys.created_by) == constants.empty_run -%}
+  {%- if first or snapshot.get(keys.created_by) == constants.empty_run -%}
     {{ return(dict(full, reason=reasons.first_publish)) }}
   {%- elif full_refresh -%}
     {{ return(dict(full, reason=reasons.full_refresh)) }}

@@ -99,6 +99,11 @@
       'publish': om.openmirror_choice('publish'),
       'on_schema_change': on_schema_change,
       'manifest_schema': var('openmirror_manifest_schema', this.schema),
-      'key_hashes': var('openmirror_key_hashes', true) in [true, 'true', 'True'],
+      'key_hashes': om.openmirror_is_set(var('openmirror_key_hashes', true)),
   }) }}
+{%- endmacro -%}
+
+{#- A var given as true (`--vars '{openmirror_dry_run: true}'`): config.is_set. -#}
+{%- macro openmirror_is_set(value) -%}
+  {{ return(value is sameas true or (value | string | trim | lower) in ['true', 'yes', '1']) }}
 {%- endmacro -%}

@@ -41,7 +41,7 @@ from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
-from dbt.adapters.openmirror.run.config import mirror_config
+from dbt.adapters.openmirror.run.config import is_set, mirror_config
 from tests.support.package_macros import CompilationError, PackageMacros
 
 LANDING_ZONE, SCHEMA, TABLE = "/lz", "shop", "orders"
@@ -101,6 +101,7 @@ CONFIG_CASES = [
     {"unique_key": "id", "parquet_compression": "ZSTD"},
     {"unique_key": "id", "parquet_compression": ""},
     {"unique_key": "id", "parquet_compression": "lz4"},
+    {"unique_key": "id", "parquet_compression": ["zstd"]},
     {"unique_key": "id", "change_markers": "upsert"},
     {"unique_key": "id", "change_markers": "UPSERT"},
     {"unique_key": "id", "row_marker_position": "first"},
@@ -158,6 +159,16 @@ def test_on_schema_change_ignore_is_refused_in_package_mode_only():
     package = PackageMacros(config=config, variables={"openmirror_landing_zone": LANDING_ZONE}, this=THIS)
     _, error = _jinja(package.openmirror_package_settings)
     assert "not offered in package mode" in error
+
+
+VAR_VALUES = [True, False, None, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", 1.0, "on", ""]
+
+
+@pytest.mark.parametrize("value", VAR_VALUES, ids=repr)
+def test_dry_run_var_agrees(value):
+    """`--vars '{openmirror_dry_run: ...}'`: a value the plugin takes for a dry run must not
+    stage for real in package mode."""
+    assert PackageMacros().openmirror_is_set(value) == is_set(value)
 
 
 # -- 2. folder-name rules (rules/landing_zone.py; openmirror_folder_name) ----------------------
@@ -291,6 +302,7 @@ RUN_PLAN_CASES = [
     # (history of {{ this }} or None, full_refresh, unique_key, snapshot columns, model columns, on_schema_change)
     (None, False, ["id"], None, [ID, NAME], "append_new_columns"),
     (None, True, ["id"], None, [ID, NAME], "append_new_columns"),
+    ({}, False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
     (_history(), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
     (_history(), True, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
     (_history(keys=("name",)), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
@@ -318,9 +330,9 @@ def _published_text(published):
 
 
 def _package_snapshot(history):
-    """{{ this }}'s properties as package mode writes them."""
-    if history is None:
-        return None
+    """{{ this }}'s properties as package mode writes them ({}: a table that records nothing)."""
+    if not history:
+        return history
     properties = {"openmirror.staged_run_id": history["run"], "openmirror.key_columns": json.dumps(list(history["keys"])),
                   "openmirror.table_folder": history["table_folder"]}
     if history["landing_zone"] is not None:
@@ -335,6 +347,8 @@ def _plugin_inputs(history):
     table folder at the destination holds what the snapshot says when it was published there."""
     if history is None:
         return None, TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
+    if not history:
+        return snapshot_record({}), TableFolderState(exists=True, key_columns=["id"], last_sequence_number=3)
     properties = {"openmirror.table_folder": history["table_folder"], SNAPSHOT_SEQUENCE_NUMBER: "3",
                   SNAPSHOT_RUN_ID: history["run"]}
     if history["landing_zone"] is not None:
