@@ -225,18 +225,11 @@
     the landing zone; the relations it built beside the real ones are dropped. -#}
 {%- macro openmirror_package_dry_run(settings, load, reason, change_rows, built) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set constants = om.openmirror_constants() -%}
-  {%- set marker = constants.markers -%}
-  {%- set counts = {marker.insert: 0, marker.update: 0, marker.delete: 0, marker.upsert: 0} -%}
-  {%- for row in run_query(om.openmirror_count_markers_sql('(' ~ change_rows ~ ') change_rows',
-      load == constants.loads.full, settings.change_markers)).rows -%}
-    {%- do counts.update({row[0] | int: row[1] | int}) -%}
-  {%- endfor -%}
+  {%- set rows = run_query(om.openmirror_count_markers_sql('(' ~ change_rows ~ ') change_rows',
+      load == om.openmirror_constants().loads.full, settings.change_markers)).rows -%}
   {%- for relation in built -%}{%- do adapter.drop_relation(relation) -%}{%- endfor -%}
-  {%- set change = '+' ~ counts[marker.insert] ~ ' ~' ~ counts[marker.update] ~ ' -' ~ counts[marker.delete]
-      ~ (' ^' ~ counts[marker.upsert] if counts[marker.upsert] else '') -%}
-  {%- do store_raw_result(name='main', message='dry run, nothing written: ' ~ change ~ ' would be staged ('
-      ~ load ~ (': ' ~ reason if reason else '') ~ ') for ' ~ settings.table_folder,
-      code='DRY_RUN', rows_affected=counts.values() | sum) -%}
+  {%- do store_raw_result(name='main', message='dry run, nothing written: ' ~ om.openmirror_change_counts(rows)
+      ~ ' would be staged (' ~ load ~ (': ' ~ reason if reason else '') ~ ') for ' ~ settings.table_folder,
+      code='DRY_RUN', rows_affected=rows | map(attribute=1) | map('int') | sum) -%}
   {{ return({'relations': []}) }}
 {%- endmacro -%}

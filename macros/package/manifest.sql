@@ -174,3 +174,15 @@
       ~ " and max(case when state = " ~ om.openmirror_string(states.held) ~ " then 1 else 0 end) = 1") -%}
   {{ return(rows.columns[0].values() | list) }}
 {%- endmacro -%}
+
+{#- `+inserts ~updates -deletes ^upserts` (response.describe_change) of rows (marker, row count).
+    The markers are read by item: `markers.update` would be the dict's method. -#}
+{%- macro openmirror_change_counts(rows) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set markers = om.openmirror_constants().markers -%}
+  {%- set counts = {} -%}
+  {%- for row in rows -%}{%- do counts.update({row[0] | int: row[1] | int}) -%}{%- endfor -%}
+  {%- set upserts = counts.get(markers['upsert'], 0) -%}
+  {{ return('+' ~ counts.get(markers['insert'], 0) ~ ' ~' ~ counts.get(markers['update'], 0) ~ ' -'
+      ~ counts.get(markers['delete'], 0) ~ (' ^' ~ upserts if upserts else '')) }}
+{%- endmacro -%}

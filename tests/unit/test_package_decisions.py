@@ -42,6 +42,7 @@ from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scra
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import is_set, mirror_config
+from dbt.adapters.openmirror.run.response import describe_change
 from tests.support.package_macros import CompilationError, PackageMacros
 
 LANDING_ZONE, SCHEMA, TABLE = "/lz", "shop", "orders"
@@ -535,6 +536,13 @@ def test_markers_agree(package, change_markers, new, changed):
     assert int(package.openmirror_delete_marker()) == DELETE
     assert package.openmirror_constants()["markers"] == {"insert": INSERT, "update": UPDATE, "delete": DELETE,
                                                          "upsert": UPSERT}
+
+
+@pytest.mark.parametrize("rows", [[], [(0, 2)], [(0, 1), (1, 1), (2, 1)], [("4", "3"), ("2", "1")], [(1, 5)]])
+def test_change_counts_agree(package, rows):
+    """A dry run's `+inserts ~updates -deletes ^upserts`, from the rows per marker Spark counted."""
+    counts = {int(marker): int(n) for marker, n in rows}
+    assert package.openmirror_change_counts(rows) == describe_change(counts, ["f"], "t").split(" -> ")[0]
 
 
 # -- write-audit-publish's verdict (run/audit.py; openmirror_audit_verdict) ---------------------
