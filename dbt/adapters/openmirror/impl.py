@@ -34,7 +34,7 @@ from dbt.adapters.openmirror.planning.keys import (
     resolve_key_columns,
     string_keys,
 )
-from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER, data_file_name, scratch_path
+from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT, data_file_name, scratch_path
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease, LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.run.model_warnings import warn
@@ -578,7 +578,7 @@ class OpenMirrorAdapter(SparkAdapter):
         return str(rows[0][1]) if rows else None
 
     def _spark_can_write_landing_zone(self) -> bool:
-        probe = f"{SCRATCH_FOLDER}/dbt-openmirror/probe-{uuid.uuid4().hex}"
+        probe = f"{STAGING_ROOT}/probe-{uuid.uuid4().hex}"
         uri = self.landing_zone.spark_uri(probe)
         try:
             self.execute(self._sql(

@@ -30,10 +30,10 @@ from pathlib import Path
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, WriteConflictError
 from dbt.adapters.openmirror.publishing.publisher import recorded_lease_generation
-from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
+from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
-LEASE_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/leases"
+LEASE_FOLDER = f"{STAGING_ROOT}/leases"
 _GENERATION_DIGITS = 12
 # The holder stops this much before its lease can expire for others: OneLake's Last-Modified has
 # whole seconds, and a clock may run a little fast against the storage's while a lease lasts.

@@ -21,6 +21,8 @@ PUBLISH_RECORD_FILE = "_dbt_openmirror.json"
 # The service moves processed data files here; numbers found in them still count.
 PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 SCRATCH_FOLDER = "_scratchPad"
+# dbt-openmirror's own folder in it: staged runs, leases, package mode's manifest.
+STAGING_ROOT = f"{SCRATCH_FOLDER}/dbt-openmirror"
 # Identifies the publisher to the service (spec section 1), at the landing zone root.
 PARTNER_EVENTS_FILE = "_partnerEvents.json"
 SCHEMA_FOLDER_SUFFIX = ".schema"
@@ -31,7 +33,8 @@ SEQUENCE_DIGITS = 20
 # Run ids name staged folders, so they are plain: Spark never sees user-chosen characters in a path.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9-]+")
 MAX_NAME_LENGTH = 128
-_FORBIDDEN_CHARACTERS = set('/\\:*?"<>|')
+# Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls.
+FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
 
 
 def data_file_name(sequence_number: int) -> str:
@@ -53,8 +56,10 @@ def highest_sequence_number(file_names: Sequence[str]) -> int:
     return max(numbers, default=0)
 
 
-def folder_name_problem(name: str) -> str | None:
+def folder_name_problem(name: object) -> str | None:
     """Why `name` cannot be a schema or table folder, or None when it can."""
+    if not isinstance(name, str):
+        return "it is not text (quote it in YAML)"
     if not name:
         return "it is empty"
     if name in (".", ".."):
@@ -65,7 +70,7 @@ def folder_name_problem(name: str) -> str | None:
         return "it starts or ends with a space, or ends with '.'"
     if len(name) > MAX_NAME_LENGTH:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
-    bad = sorted({c for c in name if c in _FORBIDDEN_CHARACTERS or ord(c) < 32 or ord(c) == 127})
+    bad = sorted(set(FORBIDDEN_NAME_CHARACTERS.findall(name)))
     if bad:
         return f"it contains {', '.join(repr(c) for c in bad)}"
     if name.lower().endswith(SCHEMA_FOLDER_SUFFIX):
@@ -93,7 +98,7 @@ def scratch_path(run_id: str) -> str:
     name, so Spark never sees user-chosen characters in a path."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise ValueError(f"run id {run_id!r} must be letters, digits and '-'")
-    return f"{SCRATCH_FOLDER}/dbt-openmirror/{run_id}"
+    return f"{STAGING_ROOT}/{run_id}"
 
 
 def metadata_json(key_columns: Sequence[str]) -> str:
