@@ -138,8 +138,8 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
     """A one-off replay writes only its target's status; a watching one, the service's too (a
     status nothing updates would keep a publisher's rebuild waiting)."""
     from dbt.adapters.openmirror.storage import open_landing_zone
-    from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
-    from tests.support.dfs_emulator import DfsEmulator
+    from tests.support.dfs_emulator import DfsEmulator, FixedTokenCredential
+    from tests.support.onelake import sign_in_with
 
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
         files = dfs.root / "ws" / "item" / "Files"
@@ -147,14 +147,14 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         parquet(folder, 1, {"id": [1, 2], "v": ["a", "b"]})
         parquet(folder, 2, {"id": [2], "v": ["b2"]}, [1])
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "t")
+        sign_in_with(monkeypatch, "t")
         url = f"{dfs.url}/ws/item/Files/LandingZone"
         assert main(["replay", url, "--target", str(tmp_path / "mirror")]) == 0
         assert rows(tmp_path / "mirror", *TABLE) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
         assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [f"{1:020d}.parquet", f"{2:020d}.parquet"]
         assert not (files / "Monitoring").exists()
         stop = threading.Event()
-        LocalMirror(open_landing_zone(url), tmp_path / "mirror").watch(0.01, stop, lambda statuses: stop.set())
+        LocalMirror(open_landing_zone(url, credential=FixedTokenCredential("t")), tmp_path / "mirror").watch(0.01, stop, lambda statuses: stop.set())
         assert listed(files)[TABLE].processed_rows == 3
         assert describe_replicator(monitoring(files, "replicator.json")) == "Stopped"
         assert sorted(p.name for p in (files / "Monitoring").iterdir()) == ["replicator.json", "tables.json"]

@@ -10,8 +10,8 @@ import pytest
 
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
-from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
 from tests.support.dfs_emulator import DfsEmulator
+from tests.support.onelake import sign_in_with
 
 TABLES = {
     "tables": [
@@ -77,7 +77,7 @@ def test_status_of_a_onelake_landing_zone(tmp_path, monkeypatch, capsys):
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
         _item(dfs.root / "ws" / "item" / "Files")
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "t")
+        sign_in_with(monkeypatch, "t")
         assert main(["status", f"{dfs.url}/ws/item/Files/LandingZone"]) == 0
         assert dfs.recorded("read", path="/ws/item/Files/Monitoring/tables.json")
     _check(capsys.readouterr().out)
@@ -95,7 +95,7 @@ def test_status_of_a_mounted_item_and_without_monitoring(tmp_path, capsys):
 def test_a_refused_sign_in_is_a_message_not_a_traceback(tmp_path, monkeypatch, capsys):
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"], required_token="right") as dfs:
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "wrong")
+        sign_in_with(monkeypatch, "wrong")
         assert main(["status", f"{dfs.url}/ws/item/Files/LandingZone"]) == 2
     error = capsys.readouterr().err
     assert error.startswith("dbt-openmirror status: ") and "wrong audience" in error

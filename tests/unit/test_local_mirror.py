@@ -12,7 +12,7 @@ from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
-from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
+from tests.support.faults import FaultInjectingStorage, FaultInjector
 from tests.support.delta_reader import protocol, read_delta
 
 

@@ -1,26 +1,36 @@
-"""Test tool: fail the N-th operation that changes the landing zone, to walk every crash point.
+"""Fail the N-th operation that changes the landing zone, to walk every crash point.
 
-Off unless `DBT_OPENMIRROR_FAIL_AT` is set (tests only):
-- `DBT_OPENMIRROR_FAIL_AT=N`: the N-th changing operation (1-based) does not happen. With
-  `DBT_OPENMIRROR_FAIL_MODE=raise` (default) it raises `InjectedFault` and every later operation of
-  the process fails too, as after a crash; with `kill` the process kills itself with SIGKILL; with
-  `stop` it stops itself with SIGSTOP (a stalled writer: all its threads, heartbeat included) and,
-  once continued (SIGCONT), does the operation and goes on.
-- `DBT_OPENMIRROR_FAULT_LOG=FILE`: every changing operation is appended to FILE as it starts
-  (also with FAIL_AT=0, which fails nothing), so a test knows how many crash points a run has.
-Reads are not counted: failing one changes nothing in the landing zone.
+The injector counts the changing operations of one dbt invocation or one `dbt-openmirror`
+command (1-based) and fails the N-th: in mode `raise` it raises `InjectedFault` and every later
+operation of the process fails too, as after a crash; in mode `kill` the process kills itself
+with SIGKILL; in mode `stop` it stops itself with SIGSTOP (a stalled writer: all its threads,
+heartbeat included) and, once continued (SIGCONT), does the operation and goes on. With a log
+file every changing operation is appended to it as it starts (also with N = 0, which fails
+nothing), so a test knows how many crash points a run has. Reads are not counted: failing one
+changes nothing in the landing zone.
+
+It reaches the product through two seams: `storage.open_landing_zone`, where the adapter and
+the CLI open the landing zone (the storage gets wrapped), and the adapter's `rename_relation`,
+where the old snapshot is renamed aside before the new output takes its name (a crash point
+between Spark's two renames). `injected` installs both in this process; tests/support/faulty.py
+does it for a `dbt` or `dbt-openmirror` process.
 """
 
 import os
 import signal
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import BinaryIO, List, Optional
+from typing import BinaryIO, Iterator, List, Optional
+from unittest import mock
 
+from dbt.adapters.openmirror import storage as landing_zone_storage
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned
 
-FAIL_AT = "DBT_OPENMIRROR_FAIL_AT"
-FAIL_MODE = "DBT_OPENMIRROR_FAIL_MODE"
-FAULT_LOG = "DBT_OPENMIRROR_FAULT_LOG"
+MODES = ("raise", "kill", "stop")
+#: dbt's `make_backup_relation` names the relation a snapshot is renamed to while it is replaced.
+BACKUP_SUFFIX = "__dbt_backup"
+#: The log's name for that crash point.
+SNAPSHOT_ASIDE = "rename snapshot aside"
 
 
 class InjectedFault(RuntimeError):
@@ -29,20 +39,13 @@ class InjectedFault(RuntimeError):
 
 class FaultInjector:
     def __init__(self, fail_at: int, mode: str = "raise", log_path: Optional[str] = None) -> None:
-        if mode not in ("raise", "kill", "stop"):
-            raise ValueError(f"{FAIL_MODE} must be 'raise', 'kill' or 'stop', got {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"the fault mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.fail_at = fail_at
         self.mode = mode
         self.log_path = log_path
         self.count = 0
         self.crashed = False
-
-    @classmethod
-    def from_environment(cls) -> Optional["FaultInjector"]:
-        if FAIL_AT not in os.environ:
-            return None
-        return cls(int(os.environ[FAIL_AT]), os.environ.get(FAIL_MODE, "raise"),
-                   os.environ.get(FAULT_LOG))
 
     def checkpoint(self, operation: str) -> None:
         """Called before each changing operation; fails it when its turn has come."""
@@ -135,3 +138,33 @@ class FaultInjectingStorage(LandingZoneStorage):
     def create_folder(self, folder: str) -> None:
         self.injector.checkpoint(f"create folder {folder}")
         self.inner.create_folder(folder)
+
+
+@contextmanager
+def injected(injector: FaultInjector, adapter: bool = True) -> Iterator[FaultInjector]:
+    """While the block runs, every landing zone the adapter or the CLI opens is wrapped by
+    `injector`, and (with `adapter`) moving a model's snapshot aside is a crash point too."""
+    opened_by_product = landing_zone_storage.open_landing_zone
+
+    def open_failing(*args, **kwargs) -> LandingZoneStorage:
+        return FaultInjectingStorage(opened_by_product(*args, **kwargs), injector)
+
+    with ExitStack() as patches:
+        patches.enter_context(mock.patch.object(landing_zone_storage, "open_landing_zone", open_failing))
+        if adapter:
+            patches.enter_context(_snapshot_aside_is_a_crash_point(injector))
+        yield injector
+
+
+def _snapshot_aside_is_a_crash_point(injector: FaultInjector):
+    # Imported here: the adapter brings dbt-spark, which a `dbt-openmirror` process does not need.
+    from dbt.adapters.openmirror.impl import OpenMirrorAdapter
+
+    rename_relation = OpenMirrorAdapter.rename_relation
+
+    def rename_then_checkpoint(self, from_relation, to_relation) -> None:
+        rename_relation(self, from_relation, to_relation)
+        if to_relation.identifier == f"{from_relation.identifier}{BACKUP_SUFFIX}":
+            injector.checkpoint(f"{SNAPSHOT_ASIDE} {from_relation}")
+
+    return mock.patch.object(OpenMirrorAdapter, "rename_relation", rename_then_checkpoint)
