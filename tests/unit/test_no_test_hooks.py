@@ -90,3 +90,27 @@ def test_the_cli_opens_its_landing_zone_through_the_storage_factory(tmp_path, mo
     assert main(["validate", str(tmp_path)]) == 0
     assert opened == [str(tmp_path)]
 
+
+
+def _imported_at_import_time(tree: ast.Module) -> set:
+    """Modules a module imports while it is imported (not inside functions)."""
+    names, pending = set(), list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def test_the_shipped_package_starts_and_signals_nothing_windows_lacks():
+    sources = {p: p.read_text() for p in _shipped_files() if p.suffix == ".py"}
+    posix_only = [f"{p.relative_to(ROOT)}" for p, text in sources.items()
+                  if "fcntl" in _imported_at_import_time(ast.parse(text))]
+    signals = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p, text in sources.items()
+               for m in re.finditer(r"\bSIG(KILL|STOP|CONT)\b", text)]
+    assert (posix_only, signals) == ([], [])
