@@ -1,15 +1,14 @@
-"""Crash-point sweeps: a run fails at each landing-zone operation in turn (storage/faults.py),
+"""Crash-point sweeps: a run fails at each landing-zone operation in turn (tests/support/faults.py),
 the next `dbt run` recovers, and an independent replay of the table folder must equal the model
 output with continuous numbering, no journal left open and nothing left staged."""
 
 import json
-import os
 from dataclasses import dataclass, field
 
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
+from tests.support.faults import SNAPSHOT_ASIDE, FaultInjector, injected
 from tests.support.mirror import findings_for, model_output, normalized, set_source, table_folder
 from tests.support.mirror_oracle import data_files, replay
 from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
@@ -50,19 +49,11 @@ class SweepReport:
 
 
 def _run(args, fail_at=None, log=None):
-    env = {FAIL_AT: str(fail_at)} if fail_at is not None else {}
-    if log is not None:
-        env[FAULT_LOG] = str(log)
-    old = {k: os.environ.get(k) for k in (FAIL_AT, FAULT_LOG)}
-    os.environ.update(env)
-    try:
+    """`dbt` in this process; failing at operation `fail_at` when given."""
+    if fail_at is None:
         return run_dbt(list(args), expect_pass=None)
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with injected(FaultInjector(fail_at, log_path=log and str(log))):
+        return run_dbt(list(args), expect_pass=None)
 
 
 def _divergence(project, warehouse, landing_zone, table) -> str:
@@ -104,6 +95,7 @@ def sweep(project, warehouse, landing_zone, tmp_path, scenario, states, args, ev
     lines = log.read_text().splitlines()
     operations = len(lines)
     assert operations >= 5, log.read_text()
+    assert any(SNAPSHOT_ASIDE in line for line in lines), "the snapshot's replacement is no crash point"
     # The lease's release ends the run; a fault there is logged, not raised.
     report.release_points = next(n for n, line in enumerate(reversed(lines)) if "/leases/" not in line)
     for point in crash_points(operations, every_point):

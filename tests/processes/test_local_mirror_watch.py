@@ -53,16 +53,19 @@ def item(tmp_path):
 def rebuild_and_follow(files, target):
     """The restart protocol a publisher follows, checked against what the mirror says."""
     folder = files / "LandingZone" / "sales.schema" / "orders"
-    wait_until(lambda: (listed(files).get(TABLE) or None) and listed(files)[TABLE].processed_rows == 3,
-               what="the table replicated")
+    wait_until(
+        lambda: (listed(files).get(TABLE) or None) and listed(files)[TABLE].processed_rows == 3,
+        what="the table replicated",
+    )
     wait_until(lambda: rows(target, *TABLE) == [{"id": 1, "v": "old"}, {"id": 2, "v": "changed"}], what="rows")
     shutil.rmtree(folder)
     wait_until(lambda: TABLE not in listed(files), what="the table to disappear")
     assert not (target / "sales" / "orders").exists()
     declare(folder, ["id"])
     parquet(folder, 1, {"id": [7], "v": ["new"]})
-    wait_until(lambda: TABLE in listed(files) and listed(files)[TABLE].status == "Replicating",
-               what="the table to reappear")
+    wait_until(
+        lambda: TABLE in listed(files) and listed(files)[TABLE].status == "Replicating", what="the table to reappear"
+    )
     assert rows(target, *TABLE) == [{"id": 7, "v": "new"}]
     assert listed(files)[TABLE].processed_rows == 1
 
@@ -87,8 +90,18 @@ def test_watch_in_process_follows_a_rebuilt_table_and_stops_on_request(item, tmp
 
 def test_replay_watch_command_follows_a_rebuilt_table_until_sigterm(item, tmp_path):
     target = tmp_path / "mirror"
-    command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "replay", str(item / "LandingZone"),
-               "--target", str(target), "--watch", "--interval", "0.2"]
+    command = [
+        sys.executable,
+        "-m",
+        "dbt.adapters.openmirror.tools.cli",
+        "replay",
+        str(item / "LandingZone"),
+        "--target",
+        str(target),
+        "--watch",
+        "--interval",
+        "0.2",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         rebuild_and_follow(item, target)
@@ -140,8 +153,8 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
     """A one-off replay writes only its target's status; a watching one, the service's too (a
     status nothing updates would keep a publisher's rebuild waiting)."""
     from dbt.adapters.openmirror.storage import open_landing_zone
-    from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
-    from tests.support.dfs_emulator import DfsEmulator
+    from tests.support.dfs_emulator import DfsEmulator, FixedTokenCredential
+    from tests.support.onelake import sign_in_with
 
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
         files = dfs.root / "ws" / "item" / "Files"
@@ -149,7 +162,7 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         parquet(folder, 1, {"id": [1, 2], "v": ["a", "b"]})
         parquet(folder, 2, {"id": [2], "v": ["b2"]}, [1])
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "t")
+        sign_in_with(monkeypatch, "t")
         url = f"{dfs.url}/ws/item/Files/LandingZone"
         assert main(["replay", url, "--target", str(tmp_path / "mirror")]) == 0
         assert rows(tmp_path / "mirror", *TABLE) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
@@ -159,7 +172,9 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         ]
         assert not (files / "Monitoring").exists()
         stop = threading.Event()
-        LocalMirror(open_landing_zone(url), tmp_path / "mirror").watch(0.01, stop, lambda statuses: stop.set())
+        LocalMirror(open_landing_zone(url, credential=FixedTokenCredential("t")), tmp_path / "mirror").watch(
+            0.01, stop, lambda statuses: stop.set()
+        )
         assert listed(files)[TABLE].processed_rows == 3
         assert describe_replicator(monitoring(files, "replicator.json")) == "Stopped"
         assert sorted(p.name for p in (files / "Monitoring").iterdir()) == ["replicator.json", "tables.json"]

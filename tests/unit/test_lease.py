@@ -185,7 +185,7 @@ def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
 
 
 def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_process(tmp_path):
-    from dbt.adapters.openmirror.storage.faults import (
+    from tests.support.faults import (
         FaultInjectingStorage,
         FaultInjector,
         InjectedFault,

@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.storage import LocalStorage
-from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import protocol, read_delta
+from tests.support.faults import FaultInjectingStorage, FaultInjector
 
 
 def write(folder, number, rows, markers=None, schema=None):

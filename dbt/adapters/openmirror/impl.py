@@ -66,8 +66,8 @@ from dbt.adapters.openmirror.publishing.staging import (
     land_staged_files,
     start_staging,
 )
-from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
-from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
+from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
+from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.root import check_root
 
 logger = AdapterLogger("OpenMirror")
@@ -116,17 +116,10 @@ class OpenMirrorAdapter(SparkAdapter):
         self._held: List[HeldChange] = []
 
     @cached_property
-    def fault_injector(self) -> Optional[FaultInjector]:
-        """Test tool only (storage/faults.py): None unless the environment asks for faults."""
-        return FaultInjector.from_environment()
-
-    @cached_property
     def landing_zone(self) -> LandingZoneStorage:
         credentials = self.config.credentials
-        storage = open_landing_zone(credentials.landing_zone, credentials.azure_auth())
+        storage = landing_zone_storage.open_landing_zone(credentials.landing_zone, credentials.azure_auth())
         check_root(storage, credentials.create_landing_zone, logger.info)
-        if self.fault_injector is not None:
-            return FaultInjectingStorage(storage, self.fault_injector)
         return storage
 
     @cached_property
@@ -320,8 +313,6 @@ class OpenMirrorAdapter(SparkAdapter):
             if self.get_relation(backup_relation.database, backup_relation.schema, backup_relation.identifier):
                 self.drop_relation(backup_relation)
             self.rename_relation(existing, backup_relation)
-            if self.fault_injector is not None:
-                self.fault_injector.checkpoint(f"rename snapshot {new_relation} -> {target_relation}")
         self.rename_relation(new_relation, target_relation)
         if existing is not None:
             self.drop_relation(backup_relation)
