@@ -111,6 +111,7 @@
       every row. -#}
   {%- if load == loads.full -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
+    {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, plan.columns, [], settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
   {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
@@ -118,11 +119,13 @@
     {%- do om.openmirror_diff_query(om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes,
         key_columns, settings.change_markers), true) -%}
     {%- do om.openmirror_check_keys(changes_relation, key_columns, true, false, settings.show_key_values) -%}
+    {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings, changes_relation) -%}
     {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, plan.columns, plan.kept, key_columns,
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
+    {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, plan.columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = 1, true -%}

@@ -80,6 +80,47 @@
   {{ return(warnings) }}
 {%- endmacro -%}
 
+{#- keys.string_keys: the key columns whose values the mirror's SQL may compare ignoring case or
+    trailing spaces. -#}
+{%- macro openmirror_string_keys(specs, key_columns) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set string_types = om.openmirror_constants().string_key_types -%}
+  {%- set found = [] -%}
+  {%- for spec in specs if spec.name in key_columns -%}
+    {%- set data_type = spec.data_type | trim | lower -%}
+    {%- for prefix in string_types if data_type.startswith(prefix) and spec.name not in found -%}
+      {%- do found.append(spec.name) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(found) }}
+{%- endmacro -%}
+
+{#- keys.lookalike_warning: two keys that differ only in case or trailing spaces. -#}
+{%- macro openmirror_lookalike_warning(key_columns, pair, show_values) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set shown = ("'" ~ pair[0] ~ "' and '" ~ pair[1] ~ "'") if show_values
+      else "two keys " ~ om.openmirror_constants().hidden_values -%}
+  {{ return("Model '" ~ model.name ~ "': unique_key " ~ (key_columns | list) ~ " has keys that differ only in letter "
+      ~ "case or trailing spaces: " ~ shown ~ ". The mirror keeps them apart, but its SQL analytics endpoint "
+      ~ "ignores trailing spaces when it compares strings (and letter case under a case-insensitive "
+      ~ "collation), so queries there may see two rows for one key. Normalise the key in the model (e.g. "
+      ~ "upper(trim(...))) if they mean the same thing.") }}
+{%- endmacro -%}
+
+{#- Warn about string keys that differ only in case or trailing spaces, as the plugin does: among
+    all keys (`keys`, a row per key), or between this run's changed keys (`new_keys`) and all keys. -#}
+{%- macro openmirror_warn_key_lookalikes(specs, key_columns, keys, settings, new_keys=none) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set strings = om.openmirror_string_keys(specs, key_columns) -%}
+  {%- if strings -%}
+    {%- set pairs = om.openmirror_diff_query(om.openmirror_key_lookalikes_sql(keys, key_columns, strings,
+        new_keys, settings.change_markers), false) -%}
+    {%- for pair in pairs.rows -%}
+      {%- do exceptions.warn(om.openmirror_lookalike_warning(key_columns, pair, settings.show_key_values)) -%}
+    {%- endfor -%}
+  {%- endif -%}
+{%- endmacro -%}
+
 {#- Fail on the first NULL or duplicated key, before anything is staged: in the output's key hashes,
     or (`counted`) in the changed keys, which carry each key's row count. `sorted_buckets`: the
     relation is a key hashes table (openmirror_diff_query). Example values only when `show_values`

@@ -3,7 +3,7 @@
 publish, replaying the landing zone in file order gives exactly the model output."""
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.package.publish import PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
@@ -79,8 +79,12 @@ class TestPackageMode(InPackageMode):
         assert findings_for(landing_zone, folder) == []
 
         # A new column is published in place; the mirror's values for old rows are NULL.
-        _stage(project, warehouse, "(1, 'a', 11, 'x'), (4, 'd', 41, null), (5, 'e', 50, null)",
-               "as t(id, name, amount, note)")
+        _stage(
+            project,
+            warehouse,
+            "(1, 'a', 11, 'x'), (4, 'd', 41, null), (5, 'e', 50, null)",
+            "as t(id, name, amount, note)",
+        )
         publish(landing_zone)
         assert_mirror_equals(warehouse, folder, source)
         # A dropped column stays, NULL from now on, in the snapshot and in the mirror.
@@ -100,15 +104,15 @@ class TestPackageMode(InPackageMode):
 
     def test_bad_keys_fail_before_staging(self, project, warehouse, landing_zone):
         before = tree_digest(landing_zone)
-        set_source(warehouse, project.test_schema,
-                   f"select * from values (1, 'a', 1), (1, 'b', 2), (2, 'c', 3) {COLUMNS}")
+        set_source(
+            warehouse, project.test_schema, f"select * from values (1, 'a', 1), (1, 'b', 2), (2, 'c', 3) {COLUMNS}"
+        )
         results = run_dbt(["run"], expect_pass=False)
         message = results[0].message
         assert "Model 'customers'" in message and "['id'] is not unique: id=1 appears in 2 rows" in message
         # A failed key check leaves no setting behind for the invocation's later models.
         assert sorted_bucket_scans(project) == "false"
-        set_source(warehouse, project.test_schema,
-                   f"select * from values (1, 'a', 1), (null, 'b', 2) {COLUMNS}")
+        set_source(warehouse, project.test_schema, f"select * from values (1, 'a', 1), (null, 'b', 2) {COLUMNS}")
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] has NULL values, e.g. the row with id=NULL" in message
         assert tree_digest(landing_zone) == before
@@ -116,8 +120,9 @@ class TestPackageMode(InPackageMode):
         # Against a snapshot, keys are checked in the changed-keys join.
         _stage(project, warehouse, "(1, 'a', 1), (2, 'c', 3)")
         before = tree_digest(landing_zone)
-        set_source(warehouse, project.test_schema,
-                   f"select * from values (1, 'a', 1), (2, 'b', 2), (2, 'c', 3) {COLUMNS}")
+        set_source(
+            warehouse, project.test_schema, f"select * from values (1, 'a', 1), (2, 'b', 2), (2, 'c', 3) {COLUMNS}"
+        )
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] is not unique: id=2 appears in 2 rows" in message
         assert sorted_bucket_scans(project) == "false"
@@ -134,8 +139,9 @@ class TestPackageMode(InPackageMode):
 
         # Stopped after advancing {{ this }}: drop the run's `staged` row, as if never written.
         _stage(project, warehouse, "(1, 'a', 11), (2, 'b', 20), (3, 'c', 30)")
-        staged_row = max((r for r in manifest_rows(landing_zone) if r["state"] == "staged"),
-                         key=lambda r: r["recorded_at"])
+        staged_row = max(
+            (r for r in manifest_rows(landing_zone) if r["state"] == "staged"), key=lambda r: r["recorded_at"]
+        )
         staged_row["file"].unlink()
         assert manifest_states(landing_zone)[-1] == "staging"
         # Stopped before advancing {{ this }}: a staged folder and a `staging` row of a run whose
@@ -379,3 +385,34 @@ class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
         assert [p.name for p in data_files(folder)] == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
         assert file_markers(folder)[0] == [0, 0]
         assert findings_for(landing_zone, folder) == []
+
+
+class TestPackageKeyWarnings(InPackageMode):
+    """Keys the mirror may compare differently warn in package mode as with the plugin."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "codes.sql": "{{ config(materialized='open_mirror', unique_key='code') }}\n"
+            "select * from {{ target.schema }}.src",
+            "secret.sql": "{{ config(materialized='open_mirror', unique_key='code', show_key_values=false) }}\n"
+            "select * from {{ target.schema }}.src",
+        }
+
+    def test_lookalike_string_keys_warn_with_or_without_values(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3) as t(code, id)")
+        _, output = run_dbt_and_capture(["run"])
+        assert "differ only in letter case or trailing spaces: 'code=" in output
+        assert "two keys (values hidden: show_key_values=false)" in output
+        # An incremental run compares only its changed keys with all keys.
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4) as t(code, id)")
+        _, output = run_dbt_and_capture(["run", "--select", "codes"])
+        assert "differ only in letter case" not in output
+        set_source(
+            warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('X ', 5) as t(code, id)"
+        )
+        _, output = run_dbt_and_capture(["run", "--select", "codes"])
+        assert "'code=x' and 'code=X '" in output or "'code=X ' and 'code=x'" in output
+        publish(landing_zone)
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")

@@ -27,7 +27,13 @@ from dbt.adapters.openmirror.planning.hash_diff import (
     hashes_usable,
     writer_count,
 )
-from dbt.adapters.openmirror.planning.keys import check_key_types, raise_key_problems, resolve_key_columns
+from dbt.adapters.openmirror.planning.keys import (
+    check_key_types,
+    lookalike_warning,
+    raise_key_problems,
+    resolve_key_columns,
+    string_keys,
+)
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     SNAPSHOT_RUN_ID,
@@ -277,6 +283,22 @@ def test_key_problems_agree(package, problem, show_values):
     _, jinja = _jinja(lambda: package.openmirror_raise_key_problems(["id", "line"], [problem], show_values))
     assert jinja == python
     assert ("id=" in jinja) == show_values
+
+
+@pytest.mark.parametrize("unique_key, columns", KEY_CASES + [(["code"], [("code", " VARCHAR(10) ")])], ids=repr)
+def test_string_keys_agree(package, unique_key, columns):
+    """Which key columns are compared with case and trailing spaces folded (lookalike warnings)."""
+    specs = [ColumnSpec(name, data_type) for name, data_type in columns]
+    keys = [spec for spec in specs if spec.name.lower() in {k.lower() for k in unique_key}]
+    assert package.openmirror_string_keys([_spec(s) for s in specs], [k.name for k in keys]) == string_keys(keys)
+
+
+@pytest.mark.parametrize("show_values", [True, False])
+def test_lookalike_key_warnings_agree(package, show_values):
+    pair = ("code=Abc", "code=abc ")
+    python = lookalike_warning("m", ["code"], pair, show_values)
+    assert package.openmirror_lookalike_warning(["code"], pair, show_values) == python
+    assert ("Abc" in python) == show_values
 
 
 # -- 4. the schema plan (planning/schema_plan.py; openmirror_schema_plan, openmirror_column_specs) --

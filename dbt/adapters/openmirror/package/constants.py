@@ -26,7 +26,7 @@ from dbt.adapters.openmirror.package.publish import (
     STAGING,
 )
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS, HASHES_RUN_ID
-from dbt.adapters.openmirror.planning.keys import HIDDEN
+from dbt.adapters.openmirror.planning.keys import HIDDEN, STRING_TYPES
 from dbt.adapters.openmirror.planning.run_plan import (
     FIRST_PUBLISH,
     FULL_REFRESH,
@@ -94,6 +94,7 @@ def constants() -> dict[str, Any]:
             "schema_suffix": SCHEMA_FOLDER_SUFFIX,
         },
         "hidden_values": HIDDEN,
+        "string_key_types": list(STRING_TYPES),
         "loads": {"full": FULL, "incremental": INCREMENTAL},
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,

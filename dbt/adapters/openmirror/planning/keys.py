@@ -6,7 +6,7 @@ from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
 _FLOATING_POINT = ("float", "double", "real")
-_STRING_TYPES = ("string", "varchar", "char")
+STRING_TYPES = ("string", "varchar", "char")
 HIDDEN = "(values hidden: show_key_values=false)"
 
 
@@ -43,7 +43,7 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
 
 def string_keys(key_columns: Sequence[ColumnSpec]) -> list[str]:
     """Key columns whose values the mirror's SQL may compare ignoring case or trailing spaces."""
-    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(_STRING_TYPES)]
+    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(STRING_TYPES)]
 
 
 def raise_key_problems(
@@ -67,7 +67,8 @@ def raise_key_problems(
 
 def lookalike_warning(model: str, key_columns: Sequence[str], pair: tuple[str, str], show_values: bool) -> str:
     """Two keys that differ only in case or trailing spaces (openmirror_key_lookalikes_sql)."""
-    shown = f"{pair[0]!r} and {pair[1]!r}" if show_values else f"two keys {HIDDEN}"
+    # Plain quotes, not repr(): package mode's Jinja (macros/package/plan.sql) writes the same text.
+    shown = f"'{pair[0]}' and '{pair[1]}'" if show_values else f"two keys {HIDDEN}"
     return (
         f"Model '{model}': unique_key {list(key_columns)} has keys that differ only in letter case "
         f"or trailing spaces: {shown}. The mirror keeps them apart, but its SQL analytics endpoint "
