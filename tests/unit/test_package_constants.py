@@ -17,7 +17,12 @@ def test_the_checked_in_constants_are_a_fresh_rendering():
     assert (MACROS / "package" / "constants.sql").read_text(encoding="utf-8") == render(), (
         "macros/package/constants.sql is stale: run `python -m dbt.adapters.openmirror.package.constants`"
     )
-    assert CONSTANTS_FILE.resolve() == (MACROS / "package" / "constants.sql").resolve()
+    # The generator writes into the package's include folder, which in the source tree is macros/
+    # (through a symlink); an installed copy must carry the same rendering.
+    assert CONSTANTS_FILE.parts[-5:] == ("include", "openmirror", "macros", "package", "constants.sql")
+    assert CONSTANTS_FILE.read_text(encoding="utf-8") == render()
+    source_tree_copy = MACROS.parent / "dbt" / "include" / "openmirror" / "macros" / "package" / "constants.sql"
+    assert source_tree_copy.resolve() == (MACROS / "package" / "constants.sql").resolve()
 
 
 def test_jinja_reads_the_python_values():
