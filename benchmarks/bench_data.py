@@ -1,6 +1,5 @@
 """Spark SQL for the benchmark's source tables, its model and its change rounds (deterministic)."""
 
-from typing import List
 
 COLUMNS = [
     "l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity", "l_extendedprice",
@@ -55,7 +54,7 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float) 
     )
 
 
-def change_round_statements(source: str, round_number: int, churn: float) -> List[str]:
+def change_round_statements(source: str, round_number: int, churn: float) -> list[str]:
     """The statements that replace `source` by its next round (written next to it, then renamed)."""
     following = f"{source}_next"
     return [

@@ -3,7 +3,6 @@
 import os
 import threading
 from pathlib import Path
-from typing import Dict, Tuple
 
 
 def _rss_mb(pid: int) -> float:
@@ -55,14 +54,14 @@ class Sampler:
         self._sample()
 
 
-def file_snapshot(folder: Path) -> Dict[str, Tuple[int, int]]:
+def file_snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {
         str(path): (stat.st_size, stat.st_mtime_ns)
         for path in folder.rglob("*") if path.is_file() and (stat := path.stat())
     }
 
 
-def written_since(folder: Path, before: Dict[str, Tuple[int, int]]) -> Dict[str, int]:
+def written_since(folder: Path, before: dict[str, tuple[int, int]]) -> dict[str, int]:
     """Bytes and Parquet files that are new or rewritten since `before` (checksums excluded), and
     how many of the files are outside `_scratchPad` (in a landing zone: the published ones)."""
     new = {p: s for p, s in file_snapshot(folder).items() if before.get(p) != s and not p.endswith(".crc")}

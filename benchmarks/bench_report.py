@@ -4,13 +4,12 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from statistics import median
-from typing import Dict, List
 
 MEASURES = ["seconds", "rows_per_s", "bytes_written", "files_written", "change_files", "heap_peak_mb",
             "rss_peak_mb", "load_1min"]
 
 
-def summarize(records: List[Dict]) -> List[Dict]:
+def summarize(records: list[dict]) -> list[dict]:
     groups = defaultdict(list)
     for record in records:
         groups[(record["rows"], record["round"], record["churn"], record["variant"])].append(record)
@@ -30,14 +29,14 @@ def summarize(records: List[Dict]) -> List[Dict]:
     return summary
 
 
-def _ratio(s: Dict) -> str:
+def _ratio(s: dict) -> str:
     for name in ("mirror_over_table", "package_over_table", "naive_over_mirror"):
         if name in s:
             return f"{name.replace('_over_', '/')} {s[name]}"
     return ""
 
 
-def markdown(environment: Dict, summary: List[Dict]) -> str:
+def markdown(environment: dict, summary: list[dict]) -> str:
     lines = [
         f"{environment['date']} · {environment['machine']} · Python {environment['python']} · "
         f"pyspark {environment['pyspark']} · dbt-core {environment['dbt_core']}",
@@ -58,7 +57,7 @@ def markdown(environment: Dict, summary: List[Dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(path: Path, summary: List[Dict]) -> None:
+def plot(path: Path, summary: list[dict]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,7 +83,7 @@ def plot(path: Path, summary: List[Dict]) -> None:
     figure.savefig(path, dpi=80)
 
 
-def write_reports(out: Path, name: str, environment: Dict, records: List[Dict], summary: List[Dict]) -> None:
+def write_reports(out: Path, name: str, environment: dict, records: list[dict], summary: list[dict]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     document = {"environment": environment, "summary": summary, "runs": records}
     (out / f"{name}.json").write_text(json.dumps(document, indent=1) + "\n")

@@ -23,10 +23,10 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 from bench_data import change_round_statements, source_sql  # noqa: E402
 from run import generate, spark_settings, start_spark  # noqa: E402
-from tests.support.sql_macros import sql_macros  # noqa: E402
 
 from dbt.adapters.openmirror.planning import hash_diff  # noqa: E402
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan  # noqa: E402
+from tests.support.sql_macros import sql_macros  # noqa: E402
 
 KEYS = ["l_orderkey", "l_linenumber"]
 

@@ -11,17 +11,17 @@ import argparse
 import datetime
 import decimal
 import json
+import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 
 
 def rows(ids: list, version: int, markers: list) -> pa.Table:
@@ -75,9 +75,13 @@ def main() -> None:
             change.append(time.perf_counter() - began)
             assert status.lastAppliedFile == 2, status
     first, then = statistics.median(initial), statistics.median(change)
-    print(f"initial load: {args.rows} rows in {first:.2f} s = {args.rows / first:,.0f} rows/s (median of {args.repeat})")
-    print(f"change file:  {args.changes} rows in {then:.2f} s = {args.changes / then:,.0f} rows/s "
-          f"onto {args.rows} rows (median of {args.repeat})")
+    print(
+        f"initial load: {args.rows} rows in {first:.2f} s = {args.rows / first:,.0f} rows/s (median of {args.repeat})"
+    )
+    print(
+        f"change file:  {args.changes} rows in {then:.2f} s = {args.changes / then:,.0f} rows/s "
+        f"onto {args.rows} rows (median of {args.repeat})"
+    )
 
 
 if __name__ == "__main__":

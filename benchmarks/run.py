@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
 
 from dbt.cli.main import dbtRunner
 
@@ -46,7 +45,7 @@ VARIANTS = {
 DEFAULT_VARIANTS = "table,naive,mirror"
 
 
-def generate(rows: int, tables: List[str], data_dir: Path) -> Dict[str, Path]:
+def generate(rows: int, tables: list[str], data_dir: Path) -> dict[str, Path]:
     """TPC-H `tables` at the scale factor that gives about `rows` lineitem rows (cached per scale)."""
     scale = round(rows / SF1_LINEITEM_ROWS, 4)
     target = data_dir / f"sf{scale}"
@@ -61,7 +60,7 @@ def generate(rows: int, tables: List[str], data_dir: Path) -> Dict[str, Path]:
     return files
 
 
-def spark_settings(work: Path, driver_memory: str) -> Dict[str, str]:
+def spark_settings(work: Path, driver_memory: str) -> dict[str, str]:
     return {
         "spark.master": "local[2]",
         "spark.driver.memory": driver_memory,
@@ -75,7 +74,7 @@ def spark_settings(work: Path, driver_memory: str) -> Dict[str, str]:
     }
 
 
-def start_spark(settings: Dict[str, str]):
+def start_spark(settings: dict[str, str]):
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.enableHiveSupport()
@@ -86,7 +85,7 @@ def start_spark(settings: Dict[str, str]):
     return spark
 
 
-def write_profile(work: Path, settings: Dict[str, str]) -> None:
+def write_profile(work: Path, settings: dict[str, str]) -> None:
     session = {"method": "session", "host": "localhost", "schema": "bench", "server_side_parameters": settings}
     profile = {
         "openmirror_bench": {
@@ -99,7 +98,7 @@ def write_profile(work: Path, settings: Dict[str, str]) -> None:
 
 
 class Bench:
-    def __init__(self, work: Path, spark, variants: List[str], model_sql: str) -> None:
+    def __init__(self, work: Path, spark, variants: list[str], model_sql: str) -> None:
         self.work = work
         self.spark = spark
         self.variants = variants
@@ -115,7 +114,7 @@ class Bench:
     def sql(self, statement: str) -> None:
         self.spark.sql(statement).collect()
 
-    def reset(self, sources: Dict[str, Path]) -> int:
+    def reset(self, sources: dict[str, Path]) -> int:
         """A fresh database with the `sources` loaded; returns the model's row count."""
         self.sql("drop database if exists bench cascade")
         self.sql("create database bench")
@@ -130,7 +129,7 @@ class Bench:
         for statement in change_round_statements("bench.lineitem_src", round_number, churn):
             self.sql(statement)
 
-    def run_model(self, variant: str) -> Dict:
+    def run_model(self, variant: str) -> dict:
         project, model = VARIANTS[variant]
         variables = {
             "model_sql": self.model_sql, "naive_out": str(self.work / "naive_out"),
@@ -165,7 +164,7 @@ class Bench:
                         if k in response},
         }
 
-    def round(self, rows: int, label: str, churn: float, order: List[str]) -> List[Dict]:
+    def round(self, rows: int, label: str, churn: float, order: list[str]) -> list[dict]:
         records = []
         for variant in order:
             record = self.run_model(variant)
@@ -176,7 +175,7 @@ class Bench:
         return records
 
 
-def benchmark_size(bench: Bench, sources: Dict[str, Path], churns: List[float], repeat: int) -> List[Dict]:
+def benchmark_size(bench: Bench, sources: dict[str, Path], churns: list[float], repeat: int) -> list[dict]:
     rows = bench.reset(sources)
     records = bench.round(rows, "initial", 0.0, bench.variants)
     round_number = 0
@@ -218,12 +217,12 @@ def main() -> None:
     spark = start_spark(settings)  # dbt-spark's session mode gets this same session
 
     bench = Bench(args.work, spark, variants, model_sql)
-    records: List[Dict] = []
+    records: list[dict] = []
     for rows in sizes:
         records += benchmark_size(bench, inputs[rows], churns, args.repeat)
 
-    import pyspark
     import dbt.version
+    import pyspark
 
     environment = {
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} {platform.release()}",

@@ -13,12 +13,11 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Dict, List
 
 HERE = Path(__file__).resolve().parent
 
 # (what happens, the dbt commands of the day); tuples, so no caller can change them in place
-DAYS: Dict[int, tuple] = {
+DAYS: dict[int, tuple] = {
     1: ("the shop opens", (("seed",), ("build",))),
     2: ("a customer joins and orders, order 3 ships, payment 5 is refunded",
         (("seed", "--full-refresh"), ("build",))),
@@ -31,7 +30,7 @@ DAYS: Dict[int, tuple] = {
 MIRRORED_MODELS = ("customers", "orders", "order_lines", "payments")
 
 
-def seed_files(day: int) -> Dict[str, Path]:
+def seed_files(day: int) -> dict[str, Path]:
     """Each seed as it is on `day`: the latest version at or before that day."""
     files = {p.name: p for p in (HERE / "seeds").glob("*.csv")}
     for earlier in range(2, day + 1):
@@ -61,7 +60,7 @@ def comparable(value):
     return value
 
 
-def rows(table) -> List[tuple]:
+def rows(table) -> list[tuple]:
     columns = sorted(table.column_names)
     records = [tuple(comparable(r[c]) for c in columns) for r in table.to_pylist()]
     return sorted(records, key=repr)
@@ -88,8 +87,8 @@ def compare(workdir: Path) -> bool:
 def main() -> int:
     from dbt.cli.main import dbtRunner
 
-    from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
     from dbt.adapters.openmirror.storage import LocalStorage
+    from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 
     arguments = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     arguments.add_argument("--workdir", type=Path, default=HERE / ".scenario")

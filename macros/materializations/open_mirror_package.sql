@@ -14,8 +14,10 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 
   {%- set settings = om.openmirror_package_settings() -%}
+  {%- set constants = om.openmirror_constants() -%}
+  {%- set keys, states, loads = constants.properties, constants.states, constants.loads -%}
   {%- set full_refresh = should_full_refresh() -%}
-  {%- set dry_run = var('openmirror_dry_run', false) in [true, 'true', 'True', 'yes', 1, '1'] -%}
+  {%- set dry_run = om.openmirror_is_set(var('openmirror_dry_run', false)) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {#- A run that stages nothing (a dry run, --empty) builds beside the names a staging run uses. -#}
   {%- set prefix = '__om_check' if (dry_run or flags.EMPTY) else '__om' -%}
@@ -26,7 +28,7 @@
   {%- set previous_hashes = make_intermediate_relation(target_relation, suffix='__om_hashes') -%}
   {%- set changes_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_changes') -%}
   {%- set run_id = om.openmirror_package_run_id(model.unique_id) -%}
-  {%- set staged_folder = '_scratchPad/dbt-openmirror/' ~ run_id -%}
+  {%- set staged_folder = om.openmirror_staged_folder(run_id) -%}
   {%- set held = settings.publish == 'after_tests' -%}
   {%- if held and not om.openmirror_audit_hook_configured(graph.nodes) -%}
     {%- do om.openmirror_fail("publish='after_tests' holds the change until the model's tests passed, which "
@@ -47,31 +49,25 @@
     {{ adapter.drop_relation(existing_relation) }}
     {%- set existing_relation = none -%}
   {%- endif -%}
-  {%- set snapshot = {} -%}
-  {%- if existing_relation is not none -%}
-    {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
-  {%- endif -%}
-  {%- set snapshot_run = snapshot.get('openmirror.staged_run_id') -%}
+  {%- set snapshot = om.openmirror_table_properties(existing_relation) -%}
+  {%- set snapshot_run = snapshot.get(keys.staged_run_id) -%}
   {%- if not dry_run -%}
     {%- set unfinished = om.openmirror_unfinished_runs(manifest, settings.table_folder) -%}
-    {%- do om.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, 'staged') -%}
-    {%- do om.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, 'discarded') -%}
+    {%- do om.openmirror_settle_runs(manifest, unfinished | select('equalto', snapshot_run) | list, states.staged) -%}
+    {%- do om.openmirror_settle_runs(manifest, unfinished | reject('equalto', snapshot_run) | list, states.discarded) -%}
     {#- A run held for its tests whose invocation stopped before its end: never published. -#}
     {%- for held_run in om.openmirror_held_runs(manifest, settings.table_folder) -%}
       {%- do exceptions.warn("Model '" ~ model.name ~ "': run " ~ held_run ~ " held a change to " ~ settings.table_folder
           ~ " for its tests and stopped before the end of its invocation; the change was not published and is "
           ~ "discarded, and the snapshot is back where it was") -%}
-      {%- if snapshot.get('openmirror.held') == 'true' and snapshot_run == held_run -%}
+      {%- if snapshot.get(keys.held) == 'true' and snapshot_run == held_run -%}
         {%- do om.openmirror_restore_audit_base(target_relation) -%}
       {%- endif -%}
-      {%- do om.openmirror_settle_runs(manifest, [held_run], 'discarded', from_state='held') -%}
+      {%- do om.openmirror_settle_runs(manifest, [held_run], states.discarded, from_state=states.held) -%}
     {%- endfor -%}
     {%- set existing_relation = load_cached_relation(this) -%}
-    {%- set snapshot = {} -%}
-    {%- if existing_relation is not none -%}
-      {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
-    {%- endif -%}
-    {%- set snapshot_run = snapshot.get('openmirror.staged_run_id') -%}
+    {%- set snapshot = om.openmirror_table_properties(existing_relation) -%}
+    {%- set snapshot_run = snapshot.get(keys.staged_run_id) -%}
   {%- endif -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ drop_relation_if_exists(load_cached_relation(backup_relation)) }}
@@ -84,6 +80,7 @@
   {%- endcall -%}
   {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
   {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
+  {%- for warning in om.openmirror_check_key_types(columns, key_columns) -%}{%- do exceptions.warn(warning) -%}{%- endfor -%}
   {%- set key_list = tojson(key_columns) -%}
   {%- set hashed = om.openmirror_hashed_columns(columns, key_columns) -%}
   {#- The key check reads the narrow, bucketed key hashes, or (var openmirror_key_hashes: false,
@@ -96,61 +93,39 @@
 
   {#- 2. Changes against the snapshot, or a full load when there is none to trust. The snapshot
       records the landing zone and folder it was staged for, and the names published. -#}
-  {%- set load, reason, plan = 'incremental', '', {'columns': columns, 'kept': [], 'added': [], 'respelled': []} -%}
-  {%- set published_names = fromjson(snapshot.get('openmirror.published_columns', 'null')) -%}
   {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) if existing_relation is not none else [] -%}
-  {%- set spelling = om.openmirror_published_spelling(published_names, previous) -%}
-  {%- set published_keys = [] -%}
-  {%- for key in key_columns -%}{%- do published_keys.append(spelling.get(key | lower, key)) -%}{%- endfor -%}
-  {%- if existing_relation is none or snapshot.get('openmirror.created_by') == 'empty run' -%}
-    {%- set load, reason = 'full', 'first publish' -%}
-  {%- elif full_refresh -%}
-    {%- set load, reason = 'full', '--full-refresh' -%}
-  {%- elif not snapshot_run -%}
-    {%- set load, reason = 'full', 'no snapshot records a staged run' -%}
-  {%- elif snapshot.get('openmirror.key_columns') != tojson(published_keys) -%}
-    {%- do om.openmirror_fail("unique_key is now " ~ published_keys ~ " but the mirrored table was published with "
-        ~ snapshot.get('openmirror.key_columns') ~ ". The mirror can never change a table's key in place; "
-        ~ "run with --full-refresh to rebuild the mirrored table with the new key.") -%}
-  {%- elif snapshot.get('openmirror.landing_zone', settings.landing_zone) != settings.landing_zone -%}
-    {%- set load, reason = 'full', 'the snapshot was staged for ' ~ snapshot.get('openmirror.landing_zone') ~ '/'
-        ~ snapshot.get('openmirror.table_folder') ~ ', not for ' ~ settings.landing_zone ~ '/' ~ settings.table_folder -%}
-  {%- elif snapshot.get('openmirror.table_folder') != settings.table_folder -%}
-    {%- set load, reason = 'full', 'the snapshot was published to ' ~ snapshot.get('openmirror.table_folder') -%}
-  {%- else -%}
-    {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change, published_names) -%}
-    {%- if plan.rebuild_reason -%}
-      {%- set load, reason = 'full', "on_schema_change='sync_all_columns': " ~ plan.rebuild_reason -%}
-      {%- set plan = {'columns': columns, 'kept': [], 'added': [], 'respelled': []} -%}
-    {%- else -%}
-      {%- set key_columns = published_keys -%}
-      {%- set key_list = tojson(key_columns) -%}
-    {%- endif -%}
-  {%- endif -%}
+  {%- set run_plan = om.openmirror_package_run_plan(snapshot if existing_relation is not none else none, previous,
+      columns, key_columns, settings, full_refresh) -%}
+  {%- set load, reason, plan = run_plan.load, run_plan.reason, run_plan.plan -%}
+  {%- set key_columns = run_plan.key_columns -%}
+  {%- set key_list = tojson(key_columns) -%}
   {%- for old, new in plan.respelled -%}
     {%- do exceptions.warn("Model '" ~ model.name ~ "': column '" ~ new ~ "' is published as '" ~ old ~ "', the "
         ~ "spelling the mirrored table has (column names are case-insensitive there and a table holds one "
         ~ "spelling); on_schema_change='sync_all_columns' rebuilds the table to take the new spelling") -%}
   {%- endfor -%}
-  {%- if load == 'full' and reason not in ('first publish', '--full-refresh') -%}
+  {%- if load == loads.full and reason not in constants.reasons.values() -%}
     {%- do exceptions.warn("Model '" ~ model.name ~ "': staging " ~ settings.table_folder ~ " in full: " ~ reason) -%}
   {%- endif -%}
   {#- Keys are checked before anything is staged: while joining the key hashes (counted), or on
       every row. -#}
-  {%- if load == 'full' -%}
-    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes) -%}
+  {%- if load == loads.full -%}
+    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
+    {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, plan.columns, [], settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
   {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
     {%- do adapter.drop_relation(changes_relation) -%}
     {%- do om.openmirror_diff_query(om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes,
         key_columns, settings.change_markers), true) -%}
-    {%- do om.openmirror_check_keys(changes_relation, key_columns, true, false) -%}
+    {%- do om.openmirror_check_keys(changes_relation, key_columns, true, false, settings.show_key_values) -%}
+    {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings, changes_relation) -%}
     {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, plan.columns, plan.kept, key_columns,
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
-    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes) -%}
+    {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
+    {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, plan.columns, plan.kept, plan.added,
         key_columns, settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = 1, true -%}
@@ -170,29 +145,23 @@
   {%- endcall -%}
   {%- set counts = {} -%}
   {%- for row in run_query(om.openmirror_marker_counts_sql(settings.landing_zone ~ '/' ~ staged_folder,
-      load == 'full', settings.change_markers)).rows -%}
+      load == loads.full, settings.change_markers)).rows -%}
     {%- do counts.update({row[0] | string: row[1] | int}) -%}
   {%- endfor -%}
   {%- set run = {
       'run_id': run_id, 'model': model.name, 'table_folder': settings.table_folder, 'key_columns': key_list,
-      'base_run_id': snapshot_run if load == 'incremental' else none, 'load': load, 'reason': reason,
+      'base_run_id': snapshot_run if load == loads.incremental else none, 'load': load, 'reason': reason,
       'staged_sequence': om.openmirror_next_staged_sequence(manifest, settings.table_folder),
       'staged_folder': staged_folder, 'rows': counts.values() | sum, 'marker_counts': tojson(counts),
   } -%}
-  {%- do om.openmirror_record_run(manifest, run, 'staging') -%}
+  {%- do om.openmirror_record_run(manifest, run, states.staging) -%}
 
   {#- 4. The output, recording this run, becomes the snapshot; then the run is ready to publish. -#}
   {%- if plan.kept -%}
     {%- call statement('keep_dropped_columns') -%}{{ om.openmirror_keep_columns_sql(new_relation, plan.kept) }}{%- endcall -%}
   {%- endif -%}
-  {%- set properties = {
-      'openmirror.staged_run_id': run_id, 'openmirror.landing_zone': settings.landing_zone,
-      'openmirror.table_folder': settings.table_folder, 'openmirror.key_columns': key_list,
-      'openmirror.published_columns': tojson((plan.columns + plan.kept) | map(attribute='published_name') | list)} -%}
-  {%- if held -%}
-    {#- Held for its tests: the hook finds its manifest here, and the published snapshot waits aside. -#}
-    {%- do properties.update({'openmirror.held': 'true', 'openmirror.manifest': manifest | string}) -%}
-  {%- endif -%}
+  {%- set properties = om.openmirror_snapshot_properties(run_id, settings, key_columns, plan,
+      manifest | string if held else none) -%}
   {%- call statement('record_snapshot') -%}
     {{ om.openmirror_snapshot_record_sql(new_relation, properties) }}
   {%- endcall -%}
@@ -212,7 +181,7 @@
   {%- if settings.key_hashes -%}
     {%- do om.openmirror_replace_key_hashes(new_hashes, previous_hashes, changes_relation) -%}
   {%- endif -%}
-  {%- do om.openmirror_record_run(manifest, run, 'held' if held else 'staged') -%}
+  {%- do om.openmirror_record_run(manifest, run, states.held if held else states.staged) -%}
   {%- set staged_message = 'STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder -%}
   {%- do store_raw_result(name='main', message=('HELD ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder
       ~ ', staged after its tests pass') if held else staged_message, code='HELD' if held else 'STAGED', rows_affected=run.rows) -%}
@@ -228,6 +197,7 @@
     is staged, and `{{ this }}` stays as it was (created empty, unrecorded, only when there is none). -#}
 {%- macro openmirror_package_empty_run(settings, target_relation, new_relation) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set constants = om.openmirror_constants() -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ run_hooks(pre_hooks) }}
@@ -235,18 +205,17 @@
     {{ create_table_as(False, new_relation, compiled_code) }}
   {%- endcall -%}
   {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
-  {%- do om.openmirror_resolve_keys(settings.unique_key, columns) -%}
+  {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
+  {%- for warning in om.openmirror_check_key_types(columns, key_columns) -%}{%- do exceptions.warn(warning) -%}{%- endfor -%}
   {%- if existing_relation is none -%}
     {%- call statement('record_empty_run') -%}
-      {{ om.openmirror_snapshot_record_sql(new_relation, {'openmirror.created_by': 'empty run'}) }}
+      {{ om.openmirror_snapshot_record_sql(new_relation, {constants.properties.created_by: constants.empty_run}) }}
     {%- endcall -%}
     {{ adapter.rename_relation(new_relation, target_relation) }}
   {%- else -%}
-    {%- set snapshot = {} -%}
-    {%- for row in fetch_tbl_properties(existing_relation).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
     {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) -%}
     {%- do om.openmirror_schema_plan(previous, columns, settings.on_schema_change,
-        fromjson(snapshot.get('openmirror.published_columns', 'null'))) -%}
+        om.openmirror_published_names(om.openmirror_table_properties(existing_relation))) -%}
     {{ adapter.drop_relation(new_relation) }}
   {%- endif -%}
   {%- do store_raw_result(name='main', message='--empty: columns and unique_key checked, nothing staged for '
@@ -259,15 +228,11 @@
     the landing zone; the relations it built beside the real ones are dropped. -#}
 {%- macro openmirror_package_dry_run(settings, load, reason, change_rows, built) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set counts = {0: 0, 1: 0, 2: 0, 4: 0} -%}
-  {%- for row in run_query(om.openmirror_count_markers_sql('(' ~ change_rows ~ ') change_rows',
-      load == 'full', settings.change_markers)).rows -%}
-    {%- do counts.update({row[0] | int: row[1] | int}) -%}
-  {%- endfor -%}
+  {%- set rows = run_query(om.openmirror_count_markers_sql('(' ~ change_rows ~ ') change_rows',
+      load == om.openmirror_constants().loads.full, settings.change_markers)).rows -%}
   {%- for relation in built -%}{%- do adapter.drop_relation(relation) -%}{%- endfor -%}
-  {%- set change = '+' ~ counts[0] ~ ' ~' ~ counts[1] ~ ' -' ~ counts[2] ~ (' ^' ~ counts[4] if counts[4] else '') -%}
-  {%- do store_raw_result(name='main', message='dry run, nothing written: ' ~ change ~ ' would be staged ('
-      ~ load ~ (': ' ~ reason if reason else '') ~ ') for ' ~ settings.table_folder,
-      code='DRY_RUN', rows_affected=counts.values() | sum) -%}
+  {%- do store_raw_result(name='main', message='dry run, nothing written: ' ~ om.openmirror_change_counts(rows)
+      ~ ' would be staged (' ~ load ~ (': ' ~ reason if reason else '') ~ ') for ' ~ settings.table_folder,
+      code='DRY_RUN', rows_affected=rows | map(attribute=1) | map('int') | sum) -%}
   {{ return({'relations': []}) }}
 {%- endmacro -%}

@@ -71,6 +71,8 @@
     `dbt-openmirror publish`) when its model's tests passed, and discarded otherwise. -#}
 {%- macro openmirror_package_finish_audits(results) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set constants = om.openmirror_constants() -%}
+  {%- set keys, states = constants.properties, constants.states -%}
   {%- for result in results if result.node.resource_type == 'model' and result.node.config.get('publish') == 'after_tests' -%}
     {%- set node = result.node -%}
     {%- set target = adapter.get_relation(node.database, node.schema, node.alias) -%}
@@ -79,13 +81,13 @@
       {%- for row in fetch_tbl_properties(target).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
     {%- endif -%}
     {%- set run_id = om.openmirror_package_run_id(node.unique_id) -%}
-    {%- if snapshot.get('openmirror.held') == 'true' and snapshot.get('openmirror.staged_run_id') == run_id -%}
+    {%- if snapshot.get(keys.held) == 'true' and snapshot.get(keys.staged_run_id) == run_id -%}
       {%- set decided = om.openmirror_audit_verdict(node.unique_id, graph.nodes, results) -%}
-      {%- set where = snapshot.get('openmirror.table_folder') ~ ' (run ' ~ run_id ~ ')' -%}
+      {%- set where = snapshot.get(keys.table_folder) ~ ' (run ' ~ run_id ~ ')' -%}
       {%- if decided.publish and result.status == 'success' -%}
-        {%- do om.openmirror_settle_runs(snapshot.get('openmirror.manifest'), [run_id], 'staged', from_state='held') -%}
+        {%- do om.openmirror_settle_runs(snapshot.get(keys.manifest), [run_id], states.staged, from_state=states.held) -%}
         {%- call statement('openmirror_release_held') -%}
-          alter table {{ target }} unset tblproperties if exists ('openmirror.held', 'openmirror.manifest')
+          {{ om.openmirror_unset_properties_sql(target, [keys.held, keys.manifest]) }}
         {%- endcall -%}
         {%- set aside = om.openmirror_audit_base(target) -%}
         {%- do adapter.drop_relation(aside.snapshot) -%}
@@ -93,7 +95,7 @@
         {%- do log("Model '" ~ node.name ~ "': staged " ~ where ~ " for `dbt-openmirror publish`: " ~ decided.reason, info=True) -%}
       {%- else -%}
         {%- do om.openmirror_restore_audit_base(target) -%}
-        {%- do om.openmirror_settle_runs(snapshot.get('openmirror.manifest'), [run_id], 'discarded', from_state='held') -%}
+        {%- do om.openmirror_settle_runs(snapshot.get(keys.manifest), [run_id], states.discarded, from_state=states.held) -%}
         {%- do exceptions.warn("Model '" ~ node.name ~ "': not published, " ~ where ~ " discarded: "
             ~ (decided.reason if result.status == 'success' else 'the model did not finish')) -%}
       {%- endif -%}

@@ -36,26 +36,37 @@
 {#- The output's key hashes table (`rows` rows), stamped with the run and what its hashes cover. -#}
 {%- macro openmirror_write_key_hashes(relation, rows, hashes, key_columns, hashed, run_id, columns) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set stamp = om.openmirror_constants().properties -%}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set key_types = [] -%}
   {%- for column in columns if column.name | lower in keys -%}{%- do key_types.append(column.data_type) -%}{%- endfor -%}
   {%- do adapter.drop_relation(hashes) -%}
   {%- call statement('openmirror_key_hashes') -%}
     {{ om.openmirror_key_hashes_sql(hashes, relation, key_columns, hashed,
-        {'openmirror.run_id': run_id, 'openmirror.hash_columns': om.openmirror_hash_signature(hashed)},
+        {stamp.hashes_run_id: run_id, stamp.hashes_columns: om.openmirror_hash_signature(hashed)},
         om.openmirror_bucket_count(rows, key_types)) }}
   {%- endcall -%}
 {%- endmacro -%}
 
-{#- The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
-    over the same columns. A run stopped between replacing the two leaves them behind: then not. -#}
+{#- Whether the snapshot's key hashes (their table's properties; none: no table) can be trusted. -#}
 {%- macro openmirror_hashes_match(hashes, snapshot_run, hashed) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- if not snapshot_run or load_cached_relation(hashes) is none -%}{{ return(false) }}{%- endif -%}
-  {%- set properties = {} -%}
-  {%- for row in fetch_tbl_properties(hashes).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
-  {{ return(properties.get('openmirror.run_id') == snapshot_run
-      and properties.get('openmirror.hash_columns') == om.openmirror_hash_signature(hashed)) }}
+  {%- set properties = none -%}
+  {%- if load_cached_relation(hashes) is not none -%}
+    {%- set properties = {} -%}
+    {%- for row in fetch_tbl_properties(hashes).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
+  {%- endif -%}
+  {{ return(om.openmirror_hashes_usable(properties, snapshot_run, om.openmirror_hash_signature(hashed))) }}
+{%- endmacro -%}
+
+{#- The key hashes are usable when the run that wrote the snapshot wrote them too, over the same
+    columns (hash_diff.hashes_usable). A run stopped between replacing the two leaves them behind:
+    then not. -#}
+{%- macro openmirror_hashes_usable(properties, snapshot_run, signature) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set keys = om.openmirror_constants().properties -%}
+  {%- if properties is none or not snapshot_run -%}{{ return(false) }}{%- endif -%}
+  {{ return(properties.get(keys.hashes_run_id) == snapshot_run and properties.get(keys.hashes_columns) == signature) }}
 {%- endmacro -%}
 
 {#- Runs one of the diff's queries, over key hashes tables with sorted bucket scans on (`sorted_buckets`,

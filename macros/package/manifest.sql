@@ -3,8 +3,8 @@
   the landing zone's _scratchPad (the mirror ignores it), so that `dbt-openmirror publish` reads it
   without Spark and appends its own `published` rows beside Spark's. States: `staging` (files
   written, snapshot not yet advanced), `staged` (snapshot advanced: ready to publish), `discarded`
-  (the run stopped before its snapshot advanced), `published`. The columns are mirrored in
-  package_publish.py.
+  (the run stopped before its snapshot advanced), `published`. The columns and states are
+  package/publish.py's (MANIFEST_SCHEMA), rendered into openmirror_constants().
 -#}
 
 {#- One manifest per landing zone, stored in it (`dbt-openmirror publish <landing zone>` reads it
@@ -20,20 +20,38 @@
 {%- macro openmirror_ensure_manifest(manifest, settings) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- call statement('openmirror_manifest') -%}
-    create table if not exists {{ manifest }} (
-      run_id string, model string, table_folder string, key_columns string, base_run_id string,
-      load string, reason string, staged_sequence bigint, staged_folder string, rows bigint,
-      marker_counts string, state string, recorded_at timestamp
-    ) using parquet location {{ om.openmirror_string(om.openmirror_manifest_location(settings.landing_zone)) }}
-    tblproperties ('openmirror.landing_zone' = {{ om.openmirror_string(settings.landing_zone) }})
+    {{ om.openmirror_manifest_ddl(manifest, settings.landing_zone) }}
   {%- endcall -%}
   {%- do om.openmirror_check_manifest_landing_zone(manifest, settings) -%}
   {#- `dbt-openmirror publish` adds files to the table's folder behind Spark's back. -#}
   {%- call statement('openmirror_manifest_refresh') -%}refresh table {{ manifest }}{%- endcall -%}
 {%- endmacro -%}
 
+{%- macro openmirror_manifest_ddl(manifest, landing_zone) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set constants = om.openmirror_constants() -%}
+  {%- set columns = [] -%}
+  {%- for name, data_type in constants.manifest_columns -%}{%- do columns.append(name ~ ' ' ~ data_type) -%}{%- endfor -%}
+  create table if not exists {{ manifest }} ({{ columns | join(', ') }})
+  using parquet location {{ om.openmirror_string(om.openmirror_manifest_location(landing_zone)) }}
+  tblproperties ({{ om.openmirror_string(constants.properties.manifest_landing_zone) }} = {{ om.openmirror_string(landing_zone) }})
+{%- endmacro -%}
+
+{#- Where a run stages its files (landing_zone.scratch_path): only the run id is in the name, and
+    it is checked, so no path Spark overwrites can leave the landing zone's staging folder. -#}
+{%- macro openmirror_staged_folder(run_id) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set constants = om.openmirror_constants() -%}
+  {%- if run_id is not string or not modules.re.fullmatch(constants.run_id_pattern, run_id) -%}
+    {%- do om.openmirror_fail("run id " ~ tojson(run_id) ~ " must be letters, digits and '-' (it names the "
+        ~ "run's staged folder); nothing was staged") -%}
+  {%- endif -%}
+  {{ return(constants.staging_root ~ '/' ~ run_id) }}
+{%- endmacro -%}
+
 {%- macro openmirror_manifest_location(landing_zone) -%}
-  {{ return(landing_zone ~ '/_scratchPad/dbt-openmirror/manifest') }}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {{ return(landing_zone ~ '/' ~ om.openmirror_constants().manifest_folder) }}
 {%- endmacro -%}
 
 {#- A run recorded in a manifest stored in another landing zone would never be published: the
@@ -43,7 +61,7 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set properties = {} -%}
   {%- for row in fetch_tbl_properties(manifest).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
-  {%- set recorded = properties.get('openmirror.landing_zone') -%}
+  {%- set recorded = properties.get(om.openmirror_constants().properties.manifest_landing_zone) -%}
   {%- set kept_for = 'the landing zone ' ~ recorded -%}
   {%- if recorded is none -%}
     {%- set location = [] -%}
@@ -53,7 +71,7 @@
     {%- set found = om.openmirror_plain_location(location[0] if location else '') -%}
     {%- if found == om.openmirror_plain_location(om.openmirror_manifest_location(settings.landing_zone)) -%}
       {%- call statement('openmirror_manifest_landing_zone') -%}
-        alter table {{ manifest }} set tblproperties ('openmirror.landing_zone' = {{ om.openmirror_string(settings.landing_zone) }})
+        alter table {{ manifest }} set tblproperties ({{ om.openmirror_string(om.openmirror_constants().properties.manifest_landing_zone) }} = {{ om.openmirror_string(settings.landing_zone) }})
       {%- endcall -%}
       {%- set recorded = settings.landing_zone -%}
     {%- else -%}
@@ -82,9 +100,10 @@
     advancing the snapshot, or between advancing it and recording that. -#}
 {%- macro openmirror_unfinished_runs(manifest, table_folder) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set states = om.openmirror_constants().states -%}
   {%- set rows = run_query(
       "select run_id from " ~ manifest ~ " where table_folder = " ~ om.openmirror_string(table_folder)
-      ~ " group by run_id having max(case when state = 'staging' then 0 else 1 end) = 0") -%}
+      ~ " group by run_id having max(case when state = " ~ om.openmirror_string(states.staging) ~ " then 0 else 1 end) = 0") -%}
   {{ return(rows.columns[0].values() | list) }}
 {%- endmacro -%}
 
@@ -100,27 +119,45 @@
 {%- macro openmirror_record_run(manifest, run, state) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- call statement('openmirror_record_' ~ state) -%}
-    insert into {{ manifest }}
-    select {{ om.openmirror_string(run.run_id) }}, {{ om.openmirror_string(run.model) }},
-      {{ om.openmirror_string(run.table_folder) }}, {{ om.openmirror_string(run.key_columns) }},
-      {{ om.openmirror_string(run.base_run_id) if run.base_run_id else 'cast(null as string)' }},
-      {{ om.openmirror_string(run.load) }}, {{ om.openmirror_string(run.reason) }},
-      cast({{ run.staged_sequence }} as bigint), {{ om.openmirror_string(run.staged_folder) }},
-      cast({{ run.rows }} as bigint), {{ om.openmirror_string(run.marker_counts) }},
-      {{ om.openmirror_string(state) }}, current_timestamp()
+    insert into {{ manifest }} select {{ om.openmirror_manifest_values(run, state) | join(', ') }}
   {%- endcall -%}
 {%- endmacro -%}
 
-{#- Mark runs as `staged` or `discarded` by copying their `staging` row (or, `from_state`, another). -#}
-{%- macro openmirror_settle_runs(manifest, run_ids, state, from_state='staging') -%}
+{#- The manifest row's values as SQL, in the table's column order. -#}
+{%- macro openmirror_manifest_values(run, state) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set row = {} -%}
+  {%- do row.update(run) -%}
+  {%- do row.update({'state': state}) -%}
+  {%- set values = [] -%}
+  {%- for name, data_type in om.openmirror_constants().manifest_columns -%}
+    {%- if name == 'recorded_at' -%}
+      {%- do values.append('current_timestamp()') -%}
+    {%- elif row[name] is none -%}
+      {%- do values.append('cast(null as ' ~ data_type ~ ')') -%}
+    {%- elif data_type == 'string' -%}
+      {%- do values.append(om.openmirror_string(row[name])) -%}
+    {%- else -%}
+      {%- do values.append('cast(' ~ (row[name] | int) ~ ' as ' ~ data_type ~ ')') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(values) }}
+{%- endmacro -%}
+
+{#- Mark runs as `staged` or `discarded` by copying their `staging` row (or, `from_state`, another). -#}
+{%- macro openmirror_settle_runs(manifest, run_ids, state, from_state=none) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set from_state = from_state or om.openmirror_constants().states.staging -%}
+  {%- set copied = [] -%}
+  {%- for name, _ in om.openmirror_constants().manifest_columns -%}
+    {%- do copied.append(om.openmirror_string(state) if name == 'state' else 'current_timestamp()' if name == 'recorded_at' else name) -%}
+  {%- endfor -%}
   {%- if run_ids -%}
     {%- set quoted = [] -%}
     {%- for run_id in run_ids -%}{%- do quoted.append(om.openmirror_string(run_id)) -%}{%- endfor -%}
     {%- call statement('openmirror_settle_' ~ state) -%}
       insert into {{ manifest }}
-      select run_id, model, table_folder, key_columns, base_run_id, load, reason, staged_sequence,
-        staged_folder, rows, marker_counts, {{ om.openmirror_string(state) }}, current_timestamp()
+      select {{ copied | join(', ') }}
       from {{ manifest }} where state = {{ om.openmirror_string(from_state) }} and run_id in ({{ quoted | join(', ') }})
     {%- endcall -%}
   {%- endif -%}
@@ -129,9 +166,23 @@
 {#- Runs of this table folder held for their tests (publish='after_tests') and not settled since. -#}
 {%- macro openmirror_held_runs(manifest, table_folder) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set states = om.openmirror_constants().states -%}
   {%- set rows = run_query(
       "select run_id from " ~ manifest ~ " where table_folder = " ~ om.openmirror_string(table_folder)
-      ~ " group by run_id having max(case when state in ('staging', 'held') then 0 else 1 end) = 0"
-      ~ " and max(case when state = 'held' then 1 else 0 end) = 1") -%}
+      ~ " group by run_id having max(case when state in (" ~ om.openmirror_string(states.staging) ~ ", "
+      ~ om.openmirror_string(states.held) ~ ") then 0 else 1 end) = 0"
+      ~ " and max(case when state = " ~ om.openmirror_string(states.held) ~ " then 1 else 0 end) = 1") -%}
   {{ return(rows.columns[0].values() | list) }}
+{%- endmacro -%}
+
+{#- `+inserts ~updates -deletes ^upserts` (response.describe_change) of rows (marker, row count).
+    The markers are read by item: `markers.update` would be the dict's method. -#}
+{%- macro openmirror_change_counts(rows) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set markers = om.openmirror_constants().markers -%}
+  {%- set counts = {} -%}
+  {%- for row in rows -%}{%- do counts.update({row[0] | int: row[1] | int}) -%}{%- endfor -%}
+  {%- set upserts = counts.get(markers['upsert'], 0) -%}
+  {{ return('+' ~ counts.get(markers['insert'], 0) ~ ' ~' ~ counts.get(markers['update'], 0) ~ ' -'
+      ~ counts.get(markers['delete'], 0) ~ (' ^' ~ upserts if upserts else '')) }}
 {%- endmacro -%}

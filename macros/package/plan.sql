@@ -1,5 +1,6 @@
-{#- Package mode: the key columns, the key check and the column changes, in Jinja (the plugin
-    decides these in Python: keys.py, schema_plan.py). -#}
+{#- Package mode: the key columns, the key check, the column changes and the run plan, in Jinja
+    (the plugin decides these in Python: keys.py, schema_plan.py, run_plan.py; the same case
+    tables test both, tests/unit/test_package_decisions.py). -#}
 
 {#- Columns as the shared SQL macros take them (name, data_type, published_type, is_complex,
     published_name). -#}
@@ -35,38 +36,113 @@
 {#- The model's own spelling of each key column (Spark matches names case-insensitively). -#}
 {%- macro openmirror_resolve_keys(unique_key, specs) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set reserved = om.openmirror_constants().reserved -%}
   {%- for spec in specs -%}
-    {%- if spec.name | lower == '__rowmarker__' or (spec.name | lower).startswith('__openmirror_') -%}
-      {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'; __rowMarker__ (any letter case) is the "
-          ~ "row marker dbt-openmirror writes and names starting with '__openmirror_' are its own. "
-          ~ "Rename the column in the model.") -%}
+    {%- if spec.name | lower == reserved.row_marker_lower -%}
+      {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'. The mirror reads " ~ reserved.row_marker
+          ~ " (in any letter case) as the row marker that dbt-openmirror writes itself; rename the column in the model.") -%}
+    {%- elif (spec.name | lower).startswith(reserved.internal_prefix) -%}
+      {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'; names starting with '"
+          ~ reserved.internal_prefix ~ "' are dbt-openmirror's own. Rename the column in the model.") -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set by_lower = {} -%}
   {%- for spec in specs -%}{%- do by_lower.update({spec.name | lower: spec.name}) -%}{%- endfor -%}
+  {%- set missing = [] -%}
+  {%- for key in unique_key if key | lower not in by_lower -%}{%- do missing.append(key) -%}{%- endfor -%}
+  {%- if missing -%}
+    {%- do om.openmirror_fail("unique_key column(s) " ~ missing ~ " are not in the model's output; its "
+        ~ "columns are " ~ specs | map(attribute='name') | list) -%}
+  {%- endif -%}
   {%- set resolved = [] -%}
-  {%- for key in unique_key -%}
-    {%- if key | lower not in by_lower -%}
-      {%- do om.openmirror_fail("unique_key column(s) ['" ~ key ~ "'] are not in the model's output; its "
-          ~ "columns are " ~ specs | map(attribute='name') | list) -%}
-    {%- endif -%}
-    {%- do resolved.append(by_lower[key | lower]) -%}
-  {%- endfor -%}
+  {%- for key in unique_key -%}{%- do resolved.append(by_lower[key | lower]) -%}{%- endfor -%}
   {{ return(resolved) }}
+{%- endmacro -%}
+
+{#- keys.check_key_types: a map cannot identify rows; floating-point keys are fragile (warnings). -#}
+{%- macro openmirror_check_key_types(specs, key_columns) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set warnings = [] -%}
+  {%- for key in key_columns -%}
+    {%- for spec in specs if spec.name == key -%}
+      {%- set data_type = spec.data_type | trim | lower -%}
+      {%- if data_type.startswith('map<') -%}
+        {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ "; maps cannot be "
+            ~ "compared or grouped, so they cannot identify rows. Use other key columns.") -%}
+      {%- elif data_type in ('float', 'double', 'real') -%}
+        {%- do warnings.append("Model '" ~ model.name ~ "': unique_key column '" ~ key ~ "' is " ~ spec.data_type
+            ~ ". Floating-point keys are fragile: NaN and -0.0 / 0.0 may match or not depending on who compares "
+            ~ "them (the mirror's MERGE, the SQL endpoint, Spark), so an update or delete can miss its row. "
+            ~ "Prefer an integer, decimal or string key.") -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(warnings) }}
+{%- endmacro -%}
+
+{#- keys.string_keys: the key columns whose values the mirror's SQL may compare ignoring case or
+    trailing spaces. -#}
+{%- macro openmirror_string_keys(specs, key_columns) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set string_types = om.openmirror_constants().string_key_types -%}
+  {%- set found = [] -%}
+  {%- for spec in specs if spec.name in key_columns -%}
+    {%- set data_type = spec.data_type | trim | lower -%}
+    {%- for prefix in string_types if data_type.startswith(prefix) and spec.name not in found -%}
+      {%- do found.append(spec.name) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(found) }}
+{%- endmacro -%}
+
+{#- keys.lookalike_warning: two keys that differ only in case or trailing spaces. -#}
+{%- macro openmirror_lookalike_warning(key_columns, pair, show_values) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set shown = ("'" ~ pair[0] ~ "' and '" ~ pair[1] ~ "'") if show_values
+      else "two keys " ~ om.openmirror_constants().hidden_values -%}
+  {{ return("Model '" ~ model.name ~ "': unique_key " ~ (key_columns | list) ~ " has keys that differ only in letter "
+      ~ "case or trailing spaces: " ~ shown ~ ". The mirror keeps them apart, but its SQL analytics endpoint "
+      ~ "ignores trailing spaces when it compares strings (and letter case under a case-insensitive "
+      ~ "collation), so queries there may see two rows for one key. Normalise the key in the model (e.g. "
+      ~ "upper(trim(...))) if they mean the same thing.") }}
+{%- endmacro -%}
+
+{#- Warn about string keys that differ only in case or trailing spaces, as the plugin does: among
+    all keys (`keys`, a row per key), or between this run's changed keys (`new_keys`) and all keys. -#}
+{%- macro openmirror_warn_key_lookalikes(specs, key_columns, keys, settings, new_keys=none) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set strings = om.openmirror_string_keys(specs, key_columns) -%}
+  {%- if strings -%}
+    {%- set pairs = om.openmirror_diff_query(om.openmirror_key_lookalikes_sql(keys, key_columns, strings,
+        new_keys, settings.change_markers), false) -%}
+    {%- for pair in pairs.rows -%}
+      {%- do exceptions.warn(om.openmirror_lookalike_warning(key_columns, pair, settings.show_key_values)) -%}
+    {%- endfor -%}
+  {%- endif -%}
 {%- endmacro -%}
 
 {#- Fail on the first NULL or duplicated key, before anything is staged: in the output's key hashes,
     or (`counted`) in the changed keys, which carry each key's row count. `sorted_buckets`: the
-    relation is a key hashes table (openmirror_diff_query). -#}
-{%- macro openmirror_check_keys(relation, key_columns, counted, sorted_buckets) -%}
+    relation is a key hashes table (openmirror_diff_query). Example values only when `show_values`
+    (model config show_key_values). -#}
+{%- macro openmirror_check_keys(relation, key_columns, counted, sorted_buckets, show_values) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set problems = om.openmirror_diff_query(om.openmirror_key_problems_sql(relation, key_columns, counted), sorted_buckets) -%}
-  {%- for problem in problems.rows -%}
+  {%- do om.openmirror_raise_key_problems(key_columns, problems.rows, show_values) -%}
+{%- endmacro -%}
+
+{#- keys.raise_key_problems: fail on the first problem row (problem, example, rows). -#}
+{%- macro openmirror_raise_key_problems(key_columns, problems, show_values) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set hidden = om.openmirror_constants().hidden_values -%}
+  {%- for problem in problems -%}
     {%- if problem[0] == 'NULL' -%}
-      {%- do om.openmirror_fail("unique_key " ~ key_columns ~ " has NULL values, e.g. the row with "
-          ~ problem[1] ~ ". The mirror needs every key column set; filter or coalesce them.") -%}
+      {%- do om.openmirror_fail("unique_key " ~ (key_columns | list) ~ " has NULL values, "
+          ~ ("e.g. the row with " ~ problem[1] if show_values else hidden)
+          ~ ". The mirror needs every key column set; filter or coalesce them.") -%}
     {%- else -%}
-      {%- do om.openmirror_fail("unique_key " ~ key_columns ~ " is not unique: " ~ problem[1] ~ " appears in "
+      {%- do om.openmirror_fail("unique_key " ~ (key_columns | list) ~ " is not unique: "
+          ~ (problem[1] if show_values else 'a key ' ~ hidden) ~ " appears in "
           ~ problem[2] ~ " rows. Each key must identify one row of the model's output.") -%}
     {%- endif -%}
   {%- endfor -%}
@@ -101,8 +177,10 @@
     {{ return({'columns': current, 'kept': [], 'added': [], 'respelled': [], 'rebuild_reason': none}) }}
   {%- endif -%}
   {%- if (added or kept or retyped) and on_schema_change == 'fail' -%}
-    {%- do om.openmirror_fail("columns changed (added " ~ added | map(attribute='name') | list ~ ", removed "
-        ~ kept | map(attribute='name') | list ~ ", retyped " ~ retyped ~ ") and on_schema_change='fail'. Set "
+    {%- set parts = (["added " ~ added | map(attribute='name') | list] if added else [])
+        + (["removed " ~ kept | map(attribute='name') | list] if kept else [])
+        + (["retyped: " ~ retyped | join('; ')] if retyped else []) -%}
+    {%- do om.openmirror_fail("columns changed (" ~ parts | join(', ') ~ ") and on_schema_change='fail'. Set "
         ~ "on_schema_change='append_new_columns' to publish added columns, 'sync_all_columns' to rebuild "
         ~ "the mirrored table, or run with --full-refresh.") -%}
   {%- endif -%}
@@ -113,8 +191,89 @@
   {%- endif -%}
   {%- if retyped -%}
     {%- do om.openmirror_fail(retyped | join('; ') ~ ". The mirror stops replicating a table whose column type "
-        ~ "changes, so this is not published in place. Run with --full-refresh to rebuild the mirrored "
-        ~ "table, or set on_schema_change='sync_all_columns' to rebuild automatically.") -%}
+        ~ "changes, so this is not published in place (not even with on_schema_change='ignore'). Run with "
+        ~ "--full-refresh to rebuild the mirrored table, or set on_schema_change='sync_all_columns' to rebuild "
+        ~ "automatically.") -%}
   {%- endif -%}
   {{ return({'columns': published, 'kept': kept, 'added': added, 'respelled': respelled, 'rebuild_reason': none}) }}
+{%- endmacro -%}
+
+{#- The names the snapshot records its columns were published under (a list of names), or none:
+    run_plan.snapshot_record's rule. -#}
+{%- macro openmirror_published_names(snapshot) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set names = fromjson(snapshot.get(om.openmirror_constants().properties.published_columns, 'null')) -%}
+  {%- if names is sequence and names is not string and names is not mapping and not (names | reject('string') | list) -%}
+    {{ return(names | list) }}
+  {%- endif -%}
+  {{ return(none) }}
+{%- endmacro -%}
+
+{#- How a run stages, from `{{ this }}`'s properties (`snapshot`, none without `{{ this }}`) alone:
+    {'load': 'full' or 'incremental', 'reason', 'plan' (openmirror_schema_plan), 'key_columns'
+    (as the table declares them)}. run_plan.plan_run's rules, but for the table folder's: dbt
+    cannot see the landing zone, so `dbt-openmirror publish` checks the chain of runs instead. -#}
+{%- macro openmirror_package_run_plan(snapshot, previous, columns, key_columns, settings, full_refresh) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set constants = om.openmirror_constants() -%}
+  {%- set keys, loads, reasons = constants.properties, constants.loads, constants.reasons -%}
+  {%- set first = snapshot is none -%}
+  {%- set snapshot = snapshot if snapshot is not none else {} -%}
+  {%- set published_names = om.openmirror_published_names(snapshot) -%}
+  {%- set spelling = om.openmirror_published_spelling(published_names, previous or []) -%}
+  {%- set published_keys = [] -%}
+  {%- for key in key_columns -%}{%- do published_keys.append(spelling.get(key | lower, key)) -%}{%- endfor -%}
+  {%- set full_plan = {'columns': columns, 'kept': [], 'added': [], 'respelled': [], 'rebuild_reason': none} -%}
+  {%- set full = {'load': loads.full, 'plan': full_plan, 'key_columns': key_columns} -%}
+  {%- if first or snapshot.get(keys.created_by) == constants.empty_run -%}
+    {{ return(dict(full, reason=reasons.first_publish)) }}
+  {%- elif full_refresh -%}
+    {{ return(dict(full, reason=reasons.full_refresh)) }}
+  {%- elif not snapshot.get(keys.staged_run_id) -%}
+    {{ return(dict(full, reason='no snapshot records a staged run')) }}
+  {%- endif -%}
+  {%- set declared = fromjson(snapshot.get(keys.key_columns, 'null')) -%}
+  {%- if declared is not none and declared != published_keys -%}
+    {%- do om.openmirror_fail("unique_key is now " ~ published_keys ~ " but the mirrored table was declared with "
+        ~ "keyColumns " ~ declared ~ ". The mirror can never change a table's key in place; run with "
+        ~ "--full-refresh to rebuild the mirrored table with the new key.") -%}
+  {%- endif -%}
+  {%- set landing_zone = snapshot.get(keys.landing_zone) -%}
+  {%- set table_folder = snapshot.get(keys.table_folder) -%}
+  {%- if landing_zone is not none and landing_zone != settings.landing_zone -%}
+    {{ return(dict(full, reason='the snapshot was staged for ' ~ landing_zone ~ '/' ~ table_folder ~ ', not for '
+        ~ settings.landing_zone ~ '/' ~ settings.table_folder)) }}
+  {%- elif table_folder != settings.table_folder -%}
+    {{ return(dict(full, reason='the snapshot was published to ' ~ table_folder ~ ', not ' ~ settings.table_folder)) }}
+  {%- endif -%}
+  {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change, published_names) -%}
+  {%- if plan.rebuild_reason -%}
+    {{ return(dict(full, reason="on_schema_change='sync_all_columns': " ~ plan.rebuild_reason)) }}
+  {%- endif -%}
+  {{ return({'load': loads.incremental, 'reason': '', 'plan': plan, 'key_columns': published_keys}) }}
+{%- endmacro -%}
+
+{#- A relation's table properties (none: no relation, no properties). -#}
+{%- macro openmirror_table_properties(relation) -%}
+  {%- set properties = {} -%}
+  {%- if relation is not none -%}
+    {%- for row in fetch_tbl_properties(relation).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
+  {%- endif -%}
+  {{ return(properties) }}
+{%- endmacro -%}
+
+{#- What the output records when it becomes `{{ this }}`: the run it reflects, where it was staged
+    for, its declared key and the names its columns are published under; a run held for its tests
+    also the manifest the on-run-end hook settles it in (`held_manifest`). -#}
+{%- macro openmirror_snapshot_properties(run_id, settings, key_columns, plan, held_manifest) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set keys = om.openmirror_constants().properties -%}
+  {%- set properties = {
+      keys.staged_run_id: run_id, keys.landing_zone: settings.landing_zone,
+      keys.table_folder: settings.table_folder, keys.key_columns: tojson(key_columns),
+      keys.published_columns: tojson((plan.columns + plan.kept) | map(attribute='published_name') | list)} -%}
+  {%- if held_manifest -%}
+    {%- do properties.update({keys.held: 'true', keys.manifest: held_manifest}) -%}
+  {%- endif -%}
+  {{ return(properties) }}
 {%- endmacro -%}

@@ -9,8 +9,10 @@
   {%- do exceptions.raise_compiler_error("Model '" ~ model.name ~ "': " ~ message) -%}
 {%- endmacro -%}
 
-{%- macro openmirror_choice(name, choices) -%}
+{#- config.py's _choice; the choices are config.py's (openmirror_constants). -#}
+{%- macro openmirror_choice(name) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set choices = om.openmirror_constants().choices[name] -%}
   {%- set value = config.get(name) or choices[0] -%}
   {%- if value not in choices -%}
     {%- do om.openmirror_fail(name ~ "='" ~ value ~ "' is not one of " ~ choices | join(', ')) -%}
@@ -21,13 +23,13 @@
 {#- Names that become landing-zone folders: the rules of landing_zone.folder_name_problem. -#}
 {%- macro openmirror_folder_name(setting, value) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set forbidden = modules.re.search('[/\\\\:*?"<>|\\x00-\\x1f\\x7f]', value) -%}
-  {%- if not value or value in ('.', '..') or value[0] in '_.' or value != value.strip()
-        or value.endswith('.') or value | length > 128 or forbidden
-        or value.lower().endswith('.schema') -%}
-    {%- do om.openmirror_fail(setting ~ "='" ~ value ~ "' cannot name a landing-zone folder (names must not "
-        ~ "be empty, start with '_' or '.', end with '.' or '.schema', be longer than 128 "
-        ~ "characters or contain / \\ : * ? \" < > | or control characters)") -%}
+  {%- set rules = om.openmirror_constants().folder_names -%}
+  {%- if value is not string or not value or value in ('.', '..') or value[0] in '_.' or value != value.strip()
+        or value.endswith('.') or value | length > rules.max_length or modules.re.search(rules.forbidden, value)
+        or value.lower().endswith(rules.schema_suffix) -%}
+    {%- do om.openmirror_fail(setting ~ "=" ~ tojson(value) ~ " cannot name a landing-zone folder (names must "
+        ~ "be text, not empty, not start with '_' or '.', not end with '.' or '" ~ rules.schema_suffix ~ "', be at most "
+        ~ rules.max_length ~ " characters and contain none of / \\ : * ? \" < > | or control characters)") -%}
   {%- endif -%}
   {{ return(value) }}
 {%- endmacro -%}
@@ -65,26 +67,43 @@
     {%- do om.openmirror_folder_name('mirror_schema', mirror_schema) -%}
   {%- endif -%}
 
-  {%- set max_rows_per_file = config.get('max_rows_per_file') or 0 -%}
-  {%- if max_rows_per_file is not number or max_rows_per_file < 0 -%}
-    {%- do om.openmirror_fail("max_rows_per_file must be a whole number of at least 0, got " ~ max_rows_per_file) -%}
+  {#- config.py's _whole_number: a YAML true is not 1, nor 2.5 a number of rows. -#}
+  {%- set max_rows_per_file = config.get('max_rows_per_file') -%}
+  {%- set max_rows_per_file = 0 if max_rows_per_file is none else max_rows_per_file -%}
+  {%- if max_rows_per_file is not integer or max_rows_per_file < 0 -%}
+    {%- do om.openmirror_fail("max_rows_per_file must be a whole number of at least 0, got " ~ tojson(max_rows_per_file)) -%}
   {%- endif -%}
-  {%- set on_schema_change = 'append_new_columns' -%}
+  {%- set show_key_values = config.get('show_key_values') -%}
+  {%- set show_key_values = true if show_key_values is none else show_key_values -%}
+  {%- if show_key_values is not boolean -%}
+    {%- do om.openmirror_fail("show_key_values must be true or false, got " ~ tojson(show_key_values)) -%}
+  {%- endif -%}
+  {%- set on_schema_change = om.openmirror_constants().choices.on_schema_change[0] -%}
   {%- if 'on_schema_change' in model.unrendered_config -%}
-    {%- set on_schema_change = om.openmirror_choice('on_schema_change', ['append_new_columns', 'fail', 'sync_all_columns']) -%}
+    {%- if config.get('on_schema_change') == 'ignore' -%}
+      {%- do om.openmirror_fail("on_schema_change='ignore' is not offered in package mode (its snapshot keeps "
+          ~ "every column the model returns); use 'append_new_columns', 'fail' or 'sync_all_columns'") -%}
+    {%- endif -%}
+    {%- set on_schema_change = om.openmirror_choice('on_schema_change') -%}
   {%- endif -%}
 
   {{ return({
       'unique_key': cleaned,
       'landing_zone': landing_zone.rstrip('/'),
-      'table_folder': (mirror_schema ~ '.schema/' ~ mirror_table) if mirror_schema else mirror_table,
-      'parquet_compression': om.openmirror_choice('parquet_compression', ['snappy', 'zstd', 'gzip', 'none']),
-      'change_markers': om.openmirror_choice('change_markers', ['insert_update_delete', 'upsert']),
-      'row_marker_position': om.openmirror_choice('row_marker_position', ['last', 'first']),
+      'table_folder': (mirror_schema ~ om.openmirror_constants().folder_names.schema_suffix ~ '/' ~ mirror_table) if mirror_schema else mirror_table,
+      'parquet_compression': om.openmirror_choice('parquet_compression'),
+      'change_markers': om.openmirror_choice('change_markers'),
+      'row_marker_position': om.openmirror_choice('row_marker_position'),
       'max_rows_per_file': max_rows_per_file,
-      'publish': om.openmirror_choice('publish', ['on_run', 'after_tests']),
+      'show_key_values': show_key_values,
+      'publish': om.openmirror_choice('publish'),
       'on_schema_change': on_schema_change,
       'manifest_schema': var('openmirror_manifest_schema', this.schema),
-      'key_hashes': var('openmirror_key_hashes', true) in [true, 'true', 'True'],
+      'key_hashes': om.openmirror_is_set(var('openmirror_key_hashes', true)),
   }) }}
+{%- endmacro -%}
+
+{#- A var given as true (`--vars '{openmirror_dry_run: true}'`): config.is_set. -#}
+{%- macro openmirror_is_set(value) -%}
+  {{ return(value is sameas true or (value | string | trim | lower) in ['true', 'yes', '1']) }}
 {%- endmacro -%}

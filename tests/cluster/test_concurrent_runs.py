@@ -9,9 +9,9 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.mirror_oracle import data_files, replay
 from tests.support.mirror import normalized
-from tests.support.subprocess_project import dbt_run_command, expected, fault_env, write_project
+from tests.support.mirror_oracle import data_files, replay
+from tests.support.subprocess_project import dbt_run_command, expected, write_project
 
 pytestmark = pytest.mark.cluster
 
@@ -30,7 +30,7 @@ def test_two_jobs_at_once(cluster, tmp_path):
         for _ in range(2):
             time.sleep(rng.random() * 1.5)
             command = dbt_run_command(tmp_path, rows, lease_wait=wait)
-            jobs.append(subprocess.Popen(command, cwd=tmp_path, env=fault_env(),
+            jobs.append(subprocess.Popen(command, cwd=tmp_path,
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         before = data_files(folder) if folder.exists() else []
         outputs = [(job.wait(timeout=600), job.stdout.read()) for job in jobs]

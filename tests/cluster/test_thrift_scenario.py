@@ -8,8 +8,8 @@ import pyarrow.dataset as ds
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import read_delta
 from tests.support.mirror_oracle import replay
 from tests.support.scenario_project import JaffleShopProject, scenario

@@ -1,9 +1,8 @@
 import pytest
 
-from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
 from tests.support.dfs_emulator import DfsEmulator
 from tests.support.mirror import Warehouse
-from tests.support.onelake import TOKEN, onelake_landing_zone_on_disk
+from tests.support.onelake import TOKEN, onelake_landing_zone_on_disk, sign_in_with
 
 
 @pytest.fixture(scope="class")
@@ -20,5 +19,5 @@ def onelake(tmp_path_factory):
         onelake_landing_zone_on_disk(dfs).mkdir(parents=True)
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-            patch.setenv(TEST_TOKEN, TOKEN)
+            sign_in_with(patch, TOKEN)
             yield dfs

@@ -36,7 +36,9 @@ class TestBadInput:
     @pytest.fixture(scope="class", autouse=True)
     def published(self, project, warehouse):
         """One good publish first, so 'unchanged' covers an existing table folder too."""
-        set_source(warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)")
+        set_source(
+            warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)"
+        )
         run_dbt(["run", "--select", "rekeyed"])
 
     def _fails(self, project, landing_zone, select, *extra):
@@ -63,19 +65,27 @@ class TestBadInput:
             assert fragment in message
 
     def test_null_key(self, project, warehouse, landing_zone):
-        set_source(warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (2, null, 'b') as t(id, region, name)")
+        set_source(
+            warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (2, null, 'b') as t(id, region, name)"
+        )
         message = self._fails(project, landing_zone, "pair_key")
         assert "'pair_key'" in message and "NULL" in message
         assert "id=2, region=NULL" in message
 
     def test_duplicate_key(self, project, warehouse, landing_zone):
-        set_source(warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (1, 'eu', 'b'), (2, 'us', 'c') as t(id, region, name)")
+        set_source(
+            warehouse,
+            project.test_schema,
+            "select * from values (1, 'eu', 'a'), (1, 'eu', 'b'), (2, 'us', 'c') as t(id, region, name)",
+        )
         message = self._fails(project, landing_zone, "pair_key")
         assert "'pair_key'" in message and "not unique" in message
         assert "id=1, region=eu" in message and "2 rows" in message
 
     def test_changed_unique_key(self, project, warehouse, landing_zone):
-        set_source(warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)")
+        set_source(
+            warehouse, project.test_schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)"
+        )
         message = self._fails(project, landing_zone, "rekeyed", "--vars", "{key: name}")
         assert "'rekeyed'" in message and "['name']" in message and "['id']" in message
         assert "--full-refresh" in message

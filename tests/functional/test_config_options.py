@@ -7,8 +7,8 @@ from dbt.tests.util import run_dbt
 from tests.support.mirror import (
     assert_mirror_equals,
     file_markers,
-    marked_files,
     findings_for,
+    marked_files,
     set_source,
     table_folder,
 )

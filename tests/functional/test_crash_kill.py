@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAIL_MODE, FAULT_LOG
+from tests.support.faults import SNAPSHOT_ASIDE
 from tests.support.mirror import normalized
 from tests.support.mirror_oracle import data_files, replay
 from tests.support.subprocess_project import dbt_run, expected, write_project
@@ -37,9 +37,10 @@ def test_killed_runs_recover(project, request):
     root, folder = project
     assert dbt_run(root, STATES[0]).returncode == 0
     log = root / "operations.log"
-    counted = dbt_run(root, STATES[1], **{FAIL_AT: 0, FAULT_LOG: log})
+    counted = dbt_run(root, STATES[1], fail_at=0, log=log)
     assert counted.returncode == 0, counted.stdout[-2000:]
     operations = log.read_text().splitlines()
+    assert any(SNAPSHOT_ASIDE in line for line in operations), "the snapshot's replacement is no crash point"
     renames = [int(line.split("\t")[0]) for line in operations if "\trename " in line]
     lease_taken = next(int(line.split("\t")[0]) for line in operations if "/leases/" in line)
     # Between two renames of the multi-file publish; with --crash-points all, at every operation.
@@ -48,7 +49,7 @@ def test_killed_runs_recover(project, request):
         points = list(range(1, len(operations) + 1))
     for turn, point in enumerate(points):
         rows = STATES[turn % 2]
-        killed = dbt_run(root, rows, **{FAIL_AT: point, FAIL_MODE: "kill"})
+        killed = dbt_run(root, rows, fail_at=point, mode="kill")
         assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:]
         recovered = dbt_run(root, rows)
         assert recovered.returncode == 0, recovered.stdout[-3000:]

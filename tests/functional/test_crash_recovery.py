@@ -1,19 +1,17 @@
-"""Crash-point sweeps: a run fails at each landing-zone operation in turn (storage/faults.py),
+"""Crash-point sweeps: a run fails at each landing-zone operation in turn (tests/support/faults.py),
 the next `dbt run` recovers, and an independent replay of the table folder must equal the model
 output with continuous numbering, no journal left open and nothing left staged."""
 
 import json
-import os
 from dataclasses import dataclass, field
-from typing import List
 
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAULT_LOG
-from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
+from tests.support.faults import SNAPSHOT_ASIDE, FaultInjector, injected
 from tests.support.mirror import findings_for, model_output, normalized, set_source, table_folder
 from tests.support.mirror_oracle import data_files, replay
+from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2,
@@ -23,8 +21,14 @@ select * from {{ target.schema }}.src
 
 # Alternating between these changes 5 rows each way (2 updates, 1 delete, 2 inserts), so every
 # incremental run publishes 3 files of at most 2 rows.
-STATE_A = "select * from values (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40), (5, 'e', 50), (6, 'f', 60) as t(id, name, amount)"
-STATE_B = "select * from values (1, 'a', 11), (2, 'B', 20), (4, 'd', 40), (5, 'e', 50), (6, 'f', 60), (7, 'g', 70), (8, 'h', 80) as t(id, name, amount)"
+STATE_A = (
+    "select * from values (1, 'a', 10), (2, 'b', 20), (3, 'c', 30), (4, 'd', 40), (5, 'e', 50), (6, 'f', 60)"
+    " as t(id, name, amount)"
+)
+STATE_B = (
+    "select * from values (1, 'a', 11), (2, 'B', 20), (4, 'd', 40), (5, 'e', 50), (6, 'f', 60), (7, 'g', 70),"
+    " (8, 'h', 80) as t(id, name, amount)"
+)
 
 
 @dataclass
@@ -35,27 +39,21 @@ class SweepReport:
     failed_runs: int = 0
     #: Operations at the end of a run that release its lease (a fault there fails nothing).
     release_points: int = 0
-    divergences: List[str] = field(default_factory=list)
+    divergences: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        return (f"{self.scenario}: {self.crash_points} crash points, {self.runs} dbt runs "
-                f"({self.failed_runs} failed at the fault), {len(self.divergences)} divergences")
+        return (
+            f"{self.scenario}: {self.crash_points} crash points, {self.runs} dbt runs "
+            f"({self.failed_runs} failed at the fault), {len(self.divergences)} divergences"
+        )
 
 
 def _run(args, fail_at=None, log=None):
-    env = {FAIL_AT: str(fail_at)} if fail_at is not None else {}
-    if log is not None:
-        env[FAULT_LOG] = str(log)
-    old = {k: os.environ.get(k) for k in (FAIL_AT, FAULT_LOG)}
-    os.environ.update(env)
-    try:
+    """`dbt` in this process; failing at operation `fail_at` when given."""
+    if fail_at is None:
         return run_dbt(list(args), expect_pass=None)
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with injected(FaultInjector(fail_at, log_path=log and str(log))):
+        return run_dbt(list(args), expect_pass=None)
 
 
 def _divergence(project, warehouse, landing_zone, table) -> str:
@@ -66,8 +64,7 @@ def _divergence(project, warehouse, landing_zone, table) -> str:
     mirrored = normalized([{c: row.get(c) for c in columns} for row in replay(folder)])
     numbers = [int(p.name[:20]) for p in data_files(folder)]
     record = json.loads((folder / "_dbt_openmirror.json").read_text())
-    staged = [p.name for p in (landing_zone / "_scratchPad" / "dbt-openmirror").iterdir()
-              if p.name != "leases"]
+    staged = [p.name for p in (landing_zone / "_scratchPad" / "dbt-openmirror").iterdir() if p.name != "leases"]
     problems = [
         "mirror != model output" if mirrored != expected else "",
         f"numbers {numbers}" if numbers != list(range(1, len(numbers) + 1)) else "",
@@ -78,7 +75,7 @@ def _divergence(project, warehouse, landing_zone, table) -> str:
     return "; ".join(p for p in problems if p)
 
 
-def crash_points(operations: int, every_point: bool) -> List[int]:
+def crash_points(operations: int, every_point: bool) -> list[int]:
     """Every operation, or every third one plus the last two (the commit and lease release)."""
     if every_point:
         return list(range(1, operations + 1))
@@ -98,6 +95,7 @@ def sweep(project, warehouse, landing_zone, tmp_path, scenario, states, args, ev
     lines = log.read_text().splitlines()
     operations = len(lines)
     assert operations >= 5, log.read_text()
+    assert any(SNAPSHOT_ASIDE in line for line in lines), "the snapshot's replacement is no crash point"
     # The lease's release ends the run; a fault there is logged, not raised.
     report.release_points = next(n for n, line in enumerate(reversed(lines)) if "/leases/" not in line)
     for point in crash_points(operations, every_point):
@@ -126,32 +124,54 @@ class TestCrashPointSweep:
         return request.config.getoption("--crash-points") == "all"
 
     def test_multi_file_publish(self, project, warehouse, landing_zone, tmp_path):
-        report = sweep(project, warehouse, landing_zone, tmp_path, "multi-file publish",
-                       [STATE_A, STATE_B], ["run"], every_point=True)
+        report = sweep(
+            project,
+            warehouse,
+            landing_zone,
+            tmp_path,
+            "multi-file publish",
+            [STATE_A, STATE_B],
+            ["run"],
+            every_point=True,
+        )
         assert report.divergences == [] and report.crash_points >= 8
         # Every crash point fails its run, but those in the final lease release.
         assert report.failed_runs == report.crash_points - report.release_points
 
     def test_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
-        report = sweep(project, warehouse, landing_zone, tmp_path, "rebuild",
-                       [STATE_A, STATE_B], ["run", "--full-refresh"], every_point)
+        report = sweep(
+            project,
+            warehouse,
+            landing_zone,
+            tmp_path,
+            "rebuild",
+            [STATE_A, STATE_B],
+            ["run", "--full-refresh"],
+            every_point,
+        )
         assert report.divergences == [] and report.crash_points >= 4
 
     def test_schema_change_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
         # amount flips between int and string: each run rebuilds under sync_all_columns.
         as_text = STATE_B.replace("select *", "select id, name, cast(amount as string) as amount")
-        report = sweep(project, warehouse, landing_zone, tmp_path, "type change (sync_all_columns)",
-                       [STATE_A, as_text], ["run", "--vars", "{on_change: sync_all_columns}"],
-                       every_point)
+        report = sweep(
+            project,
+            warehouse,
+            landing_zone,
+            tmp_path,
+            "type change (sync_all_columns)",
+            [STATE_A, as_text],
+            ["run", "--vars", "{on_change: sync_all_columns}"],
+            every_point,
+        )
         assert report.divergences == [] and report.crash_points >= 4
 
     def test_added_and_removed_columns(self, project, warehouse, landing_zone, tmp_path, every_point):
         # Each state drops the column the one before added and adds another one.
-        states = [
-            STATE_A.replace("select *", f"select *, id * {n} as extra_{n}") for n in range(1, 4)
-        ]
-        report = sweep(project, warehouse, landing_zone, tmp_path, "added and removed columns",
-                       states, ["run"], every_point)
+        states = [STATE_A.replace("select *", f"select *, id * {n} as extra_{n}") for n in range(1, 4)]
+        report = sweep(
+            project, warehouse, landing_zone, tmp_path, "added and removed columns", states, ["run"], every_point
+        )
         assert report.divergences == [] and report.crash_points >= 4
 
 
@@ -165,6 +185,14 @@ class TestCrashPointSweepOnOneLake(OnOneLake):
 
     def test_multi_file_publish(self, project, warehouse, onelake, tmp_path, request):
         every_point = request.config.getoption("--crash-points") == "all"
-        report = sweep(project, warehouse, onelake_landing_zone_on_disk(onelake), tmp_path,
-                       "multi-file publish on OneLake", [STATE_A, STATE_B], ["run"], every_point)
+        report = sweep(
+            project,
+            warehouse,
+            onelake_landing_zone_on_disk(onelake),
+            tmp_path,
+            "multi-file publish on OneLake",
+            [STATE_A, STATE_B],
+            ["run"],
+            every_point,
+        )
         assert report.divergences == [] and report.crash_points >= 4

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.mirror import tree_digest
-from tests.support.subprocess_project import dbt_run_command, fault_env, write_project
+from tests.support.subprocess_project import dbt_run_command, write_project
 
 FIRST = [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
 SECOND = [(1, "a", 11), (2, "b", 20), (4, "d", 40)]
@@ -42,7 +42,7 @@ def _profile_target():
 
 def _run_from(folder: Path, command) -> subprocess.CompletedProcess:
     folder.mkdir(exist_ok=True)
-    return subprocess.run(command, cwd=folder, env=fault_env(), capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
 
 
 def _modes(project: Path):
@@ -108,7 +108,7 @@ def test_ctrl_c_stops_the_running_model_and_publishes_nothing(tmp_path):
     before = tree_digest(landing_zone)
 
     run = subprocess.Popen(
-        dbt_run_command(project, FIRST, slow=True), cwd=project, env=fault_env(),
+        dbt_run_command(project, FIRST, slow=True), cwd=project,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     output = []

@@ -108,7 +108,12 @@ class TestColumnSpelling:
         assert [pq.read_schema(p).names[:2] for p in data_files(folder)] == [["id", "Name"]] * 3
         assert_mirror_equals(warehouse, folder, f"select id, name as Name from {schema}.src")
         assert_local_mirror_equals(
-            warehouse, landing_zone, tmp_path / "mirror", schema, "spelled", f"select id, name as Name from {schema}.src"
+            warehouse,
+            landing_zone,
+            tmp_path / "mirror",
+            schema,
+            "spelled",
+            f"select id, name as Name from {schema}.src",
         )
         # sync_all_columns takes the new spelling by rebuilding the table.
         [rebuilt] = run_dbt(["run", "--vars", "{on_change: sync_all_columns}"])
@@ -129,9 +134,13 @@ class TestComplexKey:
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "struct_keyed")
         expected = f"select to_json(named_struct('region', region, 'n', n)) as k, v from {schema}.src"
-        set_source(warehouse, schema, "select * from values ('eu', 1, 'a'), ('eu', 2, 'b'), ('us', 1, 'c') as t(region, n, v)")
+        set_source(
+            warehouse, schema, "select * from values ('eu', 1, 'a'), ('eu', 2, 'b'), ('us', 1, 'c') as t(region, n, v)"
+        )
         run_dbt(["run"])
-        set_source(warehouse, schema, "select * from values ('eu', 1, 'A'), ('us', 1, 'c'), ('us', 2, 'd') as t(region, n, v)")
+        set_source(
+            warehouse, schema, "select * from values ('eu', 1, 'A'), ('us', 1, 'c'), ('us', 2, 'd') as t(region, n, v)"
+        )
         run_dbt(["run"])
         assert [sorted(m) for m in file_markers(folder)] == [[0, 0, 0], [0, 1, 2]]
         assert {str(pq.read_schema(p).field("k").type) for p in data_files(folder)} == {"string"}

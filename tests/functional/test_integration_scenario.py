@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt_and_capture
 
 from tests.support.delta_reader import read_delta
 from tests.support.mirror import (

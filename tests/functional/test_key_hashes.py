@@ -58,15 +58,24 @@ class TestKeyHashes:
         )
         project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql(on=True))
         try:
-            return "\n".join(str(row[0]) for row in project.run_sql("explain " + changed_keys.split(" as\n", 1)[1], fetch="all"))
+            return "\n".join(
+                str(row[0]) for row in project.run_sql("explain " + changed_keys.split(" as\n", 1)[1], fetch="all")
+            )
         finally:
             project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql(on=False))
 
     def _assert_join_needs_no_shuffle(self, project, hashes):
         """The hashes table is bucketed and sorted by the key, so the next run's changed-keys join
         (against a table written the same way) moves no rows between tasks and sorts none."""
-        described = {str(row[0]).strip(): str(row[1]).strip() for row in project.run_sql(f"describe table extended {hashes}", fetch="all")}
-        assert (described["Num Buckets"], described["Bucket Columns"], described["Sort Columns"]) == ("1", "[`id`]", "[`id`]")
+        described = {
+            str(row[0]).strip(): str(row[1]).strip()
+            for row in project.run_sql(f"describe table extended {hashes}", fetch="all")
+        }
+        assert (described["Num Buckets"], described["Bucket Columns"], described["Sort Columns"]) == (
+            "1",
+            "[`id`]",
+            "[`id`]",
+        )
         plan = self._changed_keys_plan(project, hashes)
         assert "SortMergeJoin" in plan or "ShuffledHashJoin" in plan
         assert "Exchange" not in plan, plan
@@ -148,21 +157,28 @@ class TestCollatedKey:
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"collated.sql": """
+        return {
+            "collated.sql": """
 {{ config(materialized='open_mirror', unique_key='code') }}
 select collate(code, 'UTF8_LCASE') as code, amount from {{ target.schema }}.src
-"""}
+"""
+        }
 
     def test_changes_are_found_without_buckets(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "collated")
         set_source(warehouse, schema, "select * from values ('a', 1), ('b', 2), ('c', 3) as t(code, amount)")
         run_dbt(["run"])
-        described = dict((str(k).strip(), str(v).strip()) for k, v, *_ in project.run_sql(
-            f"describe table extended {schema}.collated__om_hashes", fetch="all"))
+        described = dict(
+            (str(k).strip(), str(v).strip())
+            for k, v, *_ in project.run_sql(f"describe table extended {schema}.collated__om_hashes", fetch="all")
+        )
         assert "Num Buckets" not in described
         set_source(warehouse, schema, "select * from values ('a', 1), ('b', 5), ('d', 4) as t(code, amount)")
         result = run_dbt(["run"])[0]
-        assert (result.adapter_response["inserts"], result.adapter_response["updates"],
-                result.adapter_response["deletes"]) == (1, 1, 1)
+        assert (
+            result.adapter_response["inserts"],
+            result.adapter_response["updates"],
+            result.adapter_response["deletes"],
+        ) == (1, 1, 1)
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")

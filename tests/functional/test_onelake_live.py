@@ -20,8 +20,8 @@ from dbt.adapters.openmirror.rules.landing_zone import PROCESSED_FOLDERS
 from dbt.adapters.openmirror.storage import open_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.tools.validate import validate
-from tests.support.mirror import assert_mirror_equals, file_markers, set_source
 from tests.functional.test_onelake_publish import COLUMNS, STEPS
+from tests.support.mirror import assert_mirror_equals, file_markers, set_source
 
 URL = os.environ.get("OPENMIRROR_TEST_ONELAKE_URL")
 AUTH = os.environ.get("OPENMIRROR_TEST_ONELAKE_AUTH", "default")

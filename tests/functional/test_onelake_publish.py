@@ -15,9 +15,8 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.tools.cli import main as openmirror
 from tests.support.delta_reader import read_delta
-from tests.support.onelake import ITEM_ROOT, SECRET, TOKEN, OnOneLake, onelake_landing_zone_on_disk
 from tests.support.mirror import assert_mirror_equals, file_markers, model_output, normalized, set_source
-
+from tests.support.onelake import ITEM_ROOT, SECRET, TOKEN, OnOneLake, onelake_landing_zone_on_disk
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2) }}

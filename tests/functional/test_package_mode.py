@@ -3,13 +3,13 @@
 publish, replaying the landing zone in file order gives exactly the model output."""
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from dbt.adapters.openmirror.package.publish import PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
-from tests.support.delta_reader import read_delta
+from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
+from tests.support.delta_reader import read_delta
 from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
@@ -25,6 +25,7 @@ from tests.support.mirror import (
     wait_until_mirrored,
     watching_mirror,
 )
+from tests.support.mirror_oracle import data_files, replay
 from tests.support.package_mode import (
     MODEL,
     InPackageMode,
@@ -32,7 +33,6 @@ from tests.support.package_mode import (
     manifest_states,
     publish,
 )
-from tests.support.mirror_oracle import data_files, replay
 
 COLUMNS = "as t(id, name, amount)"
 
@@ -79,8 +79,12 @@ class TestPackageMode(InPackageMode):
         assert findings_for(landing_zone, folder) == []
 
         # A new column is published in place; the mirror's values for old rows are NULL.
-        _stage(project, warehouse, "(1, 'a', 11, 'x'), (4, 'd', 41, null), (5, 'e', 50, null)",
-               "as t(id, name, amount, note)")
+        _stage(
+            project,
+            warehouse,
+            "(1, 'a', 11, 'x'), (4, 'd', 41, null), (5, 'e', 50, null)",
+            "as t(id, name, amount, note)",
+        )
         publish(landing_zone)
         assert_mirror_equals(warehouse, folder, source)
         # A dropped column stays, NULL from now on, in the snapshot and in the mirror.
@@ -100,15 +104,15 @@ class TestPackageMode(InPackageMode):
 
     def test_bad_keys_fail_before_staging(self, project, warehouse, landing_zone):
         before = tree_digest(landing_zone)
-        set_source(warehouse, project.test_schema,
-                   f"select * from values (1, 'a', 1), (1, 'b', 2), (2, 'c', 3) {COLUMNS}")
+        set_source(
+            warehouse, project.test_schema, f"select * from values (1, 'a', 1), (1, 'b', 2), (2, 'c', 3) {COLUMNS}"
+        )
         results = run_dbt(["run"], expect_pass=False)
         message = results[0].message
         assert "Model 'customers'" in message and "['id'] is not unique: id=1 appears in 2 rows" in message
         # A failed key check leaves no setting behind for the invocation's later models.
         assert sorted_bucket_scans(project) == "false"
-        set_source(warehouse, project.test_schema,
-                   f"select * from values (1, 'a', 1), (null, 'b', 2) {COLUMNS}")
+        set_source(warehouse, project.test_schema, f"select * from values (1, 'a', 1), (null, 'b', 2) {COLUMNS}")
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] has NULL values, e.g. the row with id=NULL" in message
         assert tree_digest(landing_zone) == before
@@ -116,8 +120,9 @@ class TestPackageMode(InPackageMode):
         # Against a snapshot, keys are checked in the changed-keys join.
         _stage(project, warehouse, "(1, 'a', 1), (2, 'c', 3)")
         before = tree_digest(landing_zone)
-        set_source(warehouse, project.test_schema,
-                   f"select * from values (1, 'a', 1), (2, 'b', 2), (2, 'c', 3) {COLUMNS}")
+        set_source(
+            warehouse, project.test_schema, f"select * from values (1, 'a', 1), (2, 'b', 2), (2, 'c', 3) {COLUMNS}"
+        )
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] is not unique: id=2 appears in 2 rows" in message
         assert sorted_bucket_scans(project) == "false"
@@ -134,8 +139,9 @@ class TestPackageMode(InPackageMode):
 
         # Stopped after advancing {{ this }}: drop the run's `staged` row, as if never written.
         _stage(project, warehouse, "(1, 'a', 11), (2, 'b', 20), (3, 'c', 30)")
-        staged_row = max((r for r in manifest_rows(landing_zone) if r["state"] == "staged"),
-                         key=lambda r: r["recorded_at"])
+        staged_row = max(
+            (r for r in manifest_rows(landing_zone) if r["state"] == "staged"), key=lambda r: r["recorded_at"]
+        )
         staged_row["file"].unlink()
         assert manifest_states(landing_zone)[-1] == "staging"
         # Stopped before advancing {{ this }}: a staged folder and a `staging` row of a run whose
@@ -167,10 +173,14 @@ class TestPackageMode(InPackageMode):
         rows = "(1, 'a', 10), (2, 'b', 20), (3, 'c', 30)"
         _stage(project, warehouse, rows, extra_args=["--full-refresh"])
         publish(landing_zone)
-        snapshot_run = dict(project.run_sql(f"show tblproperties {schema}.customers", fetch="all"))["openmirror.staged_run_id"]
+        snapshot_properties = dict(project.run_sql(f"show tblproperties {schema}.customers", fetch="all"))
+        snapshot_run = snapshot_properties["openmirror.staged_run_id"]
         hashes_properties = dict(project.run_sql(f"show tblproperties {hashes}", fetch="all"))
         assert hashes_properties["openmirror.run_id"] == snapshot_run
-        described = dict((str(k).strip(), str(v).strip()) for k, v, *_ in project.run_sql(f"describe table extended {hashes}", fetch="all"))
+        described = dict(
+            (str(k).strip(), str(v).strip())
+            for k, v, *_ in project.run_sql(f"describe table extended {hashes}", fetch="all")
+        )
         assert (described["Num Buckets"], described["Bucket Columns"]) == ("1", "[`id`]")
 
         # Hashes wrong for every row but stamped by the snapshot's run are trusted: every row is
@@ -221,7 +231,10 @@ class TestPackageRunsThatStageNothing(InPackageMode):
         result = run_dbt(["run", "--empty"])[0]
         assert "--empty" in result.message and tree_digest(landing_zone) == {}
         dry = run_dbt(["run", "--vars", "{openmirror_dry_run: true}"])[0]
-        assert dry.message == f"dry run, nothing written: +2 ~0 -0 would be staged (full: first publish) for {schema}.schema/customers"
+        assert (
+            dry.message
+            == f"dry run, nothing written: +2 ~0 -0 would be staged (full: first publish) for {schema}.schema/customers"
+        )
         assert tree_digest(landing_zone) == {}
         _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)")
         publish(landing_zone)
@@ -272,8 +285,9 @@ class TestPackageModeWithALandingZonePerModel(InPackageMode):
         one stored in the first: the run fails before staging anything, naming both."""
         moved = tmp_path / "moved_landing_zone"
         moved.mkdir()
-        results = run_dbt(["run", "-s", "customers", "--vars", f"{{openmirror_landing_zone: '{moved}'}}"],
-                          expect_pass=False)
+        results = run_dbt(
+            ["run", "-s", "customers", "--vars", f"{{openmirror_landing_zone: '{moved}'}}"], expect_pass=False
+        )
         message = results[0].message
         assert "openmirror_manifest" in message and str(landing_zone) in message and str(moved) in message
         assert list(moved.iterdir()) == []
@@ -281,8 +295,9 @@ class TestPackageModeWithALandingZonePerModel(InPackageMode):
         # A manifest created before manifests recorded their landing zone: its location decides.
         manifest = f"{project.test_schema}.openmirror_manifest"
         project.run_sql(f"alter table {manifest} unset tblproperties ('openmirror.landing_zone')")
-        results = run_dbt(["run", "-s", "customers", "--vars", f"{{openmirror_landing_zone: '{moved}'}}"],
-                          expect_pass=False)
+        results = run_dbt(
+            ["run", "-s", "customers", "--vars", f"{{openmirror_landing_zone: '{moved}'}}"], expect_pass=False
+        )
         assert f"kept in the folder file:{landing_zone}/_scratchPad/dbt-openmirror/manifest" in results[0].message
         assert list(moved.iterdir()) == []
         run_dbt(["run", "-s", "customers"])
@@ -297,8 +312,10 @@ class TestPackageWriteAuditPublish(InPackageMode):
 
     @pytest.fixture(scope="class")
     def project_config_update(self, landing_zone):
-        return {"vars": {"openmirror_landing_zone": str(landing_zone)},
-                "on-run-end": ["{{ dbt_openmirror.openmirror_publish_audited(results) }}"]}
+        return {
+            "vars": {"openmirror_landing_zone": str(landing_zone)},
+            "on-run-end": ["{{ dbt_openmirror.openmirror_publish_audited(results) }}"],
+        }
 
     def test_only_runs_that_passed_their_tests_are_staged(self, project, warehouse, landing_zone):
         schema = project.test_schema
@@ -317,13 +334,17 @@ class TestPackageWriteAuditPublish(InPackageMode):
         assert [r.model for r in publish(landing_zone)] == ["payments"]
         assert replay(table_folder(landing_zone, schema, "orders")) == published["orders"]
         assert warehouse.rows(f"select * from {schema}.orders") == orders_snapshot
-        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "payments"), f"select * from {schema}.src_payments")
+        assert_mirror_equals(
+            warehouse, table_folder(landing_zone, schema, "payments"), f"select * from {schema}.src_payments"
+        )
 
         # Fixed: staged against the snapshot it still has, published once.
         set_source(warehouse, schema, "select * from values (1, 10), (2, 21) as t(id, amount)", name="src_orders")
         run_dbt(["build"])
         assert {r.model: r.rows for r in publish(landing_zone)} == {"orders": 1, "payments": 0}
-        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders")
+        assert_mirror_equals(
+            warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders"
+        )
         assert sorted(file_markers(table_folder(landing_zone, schema, "orders"))[-1]) == [1]
 
 
@@ -364,3 +385,34 @@ class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
         assert [p.name for p in data_files(folder)] == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
         assert file_markers(folder)[0] == [0, 0]
         assert findings_for(landing_zone, folder) == []
+
+
+class TestPackageKeyWarnings(InPackageMode):
+    """Keys the mirror may compare differently warn in package mode as with the plugin."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "codes.sql": "{{ config(materialized='open_mirror', unique_key='code') }}\n"
+            "select * from {{ target.schema }}.src",
+            "secret.sql": "{{ config(materialized='open_mirror', unique_key='code', show_key_values=false) }}\n"
+            "select * from {{ target.schema }}.src",
+        }
+
+    def test_lookalike_string_keys_warn_with_or_without_values(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3) as t(code, id)")
+        _, output = run_dbt_and_capture(["run"])
+        assert "differ only in letter case or trailing spaces: 'code=" in output
+        assert "two keys (values hidden: show_key_values=false)" in output
+        # An incremental run compares only its changed keys with all keys.
+        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4) as t(code, id)")
+        _, output = run_dbt_and_capture(["run", "--select", "codes"])
+        assert "differ only in letter case" not in output
+        set_source(
+            warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('X ', 5) as t(code, id)"
+        )
+        _, output = run_dbt_and_capture(["run", "--select", "codes"])
+        assert "'code=x' and 'code=X '" in output or "'code=X ' and 'code=x'" in output
+        publish(landing_zone)
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")

@@ -10,12 +10,12 @@ import pytest
 import yaml
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import read_delta
 from tests.support.mirror import table_folder
-from tests.support.package_mode import InPackageMode, publish
 from tests.support.mirror_oracle import data_files
+from tests.support.package_mode import InPackageMode, publish
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', on_schema_change='append_new_columns') }}
@@ -28,8 +28,11 @@ STEPS = [
     ("(1, 'a', 1.5D, timestamp'2024-01-01 10:00:00.123456'), (2, 'b', null, null), (3, 'c', 3D, null)", BASE),
     ("(1, 'a', 1.75D, timestamp'2024-01-01 10:00:00.123456'), (3, 'c', 3D, null), (4, 'd', 4D, null)", BASE),
     ("(1, 'a', 1.75D, timestamp'2024-01-01 10:00:00.123456'), (3, 'c', 3D, null), (4, 'd', 4D, null)", BASE),
-    ("(1, 'a', 1.75D, timestamp'2024-01-02 00:00:00', array(1, 2)), (4, 'd', 4D, null, null), (5, 'e', 5D, null, array(3))",
-     BASE + ", tags"),
+    (
+        "(1, 'a', 1.75D, timestamp'2024-01-02 00:00:00', array(1, 2)), (4, 'd', 4D, null, null),"
+        " (5, 'e', 5D, null, array(3))",
+        BASE + ", tags",
+    ),
 ]
 
 
@@ -65,14 +68,18 @@ class TestPluginAndPackageAgree(InPackageMode):
         (root / "models").mkdir()
         (root / "landing_zone").mkdir()
         (root / "models" / "customers.sql").write_text(MODEL)
-        (root / "dbt_project.yml").write_text(yaml.safe_dump(
-            {"name": "plugin_side", "version": "1.0", "config-version": 2, "profile": "plugin"}
-        ))
-        target = {**dbt_profile_target, "type": "openmirror", "schema": f"{project.test_schema}_plugin",
-                  "landing_zone": str(root / "landing_zone")}
-        (root / "profiles.yml").write_text(yaml.safe_dump(
-            {"plugin": {"target": "default", "outputs": {"default": target}}}
-        ))
+        (root / "dbt_project.yml").write_text(
+            yaml.safe_dump({"name": "plugin_side", "version": "1.0", "config-version": 2, "profile": "plugin"})
+        )
+        target = {
+            **dbt_profile_target,
+            "type": "openmirror",
+            "schema": f"{project.test_schema}_plugin",
+            "landing_zone": str(root / "landing_zone"),
+        }
+        (root / "profiles.yml").write_text(
+            yaml.safe_dump({"plugin": {"target": "default", "outputs": {"default": target}}})
+        )
         return root
 
     def test_same_landing_zone_and_mirror(self, project, landing_zone, plugin_project, tmp_path):

@@ -2,7 +2,6 @@
 next publish finishes the work, and the landing zone replays to exactly the model output with
 continuous numbering, every staged run published once and nothing left staged."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -10,17 +9,12 @@ import sys
 import pytest
 
 from dbt.adapters.openmirror.storage import LocalStorage
-from dbt.adapters.openmirror.storage.faults import (
-    FAIL_AT,
-    FAIL_MODE,
-    FaultInjectingStorage,
-    FaultInjector,
-    InjectedFault,
-)
-from tests.support.mirror import findings_for, model_output, normalized, table_folder
-from tests.support.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
 from tests.functional.test_package_mode import _stage
+from tests.support.faults import FaultInjectingStorage, FaultInjector, InjectedFault
+from tests.support.faulty import faulty_command, faulty_env
+from tests.support.mirror import findings_for, model_output, normalized, table_folder
 from tests.support.mirror_oracle import replay
+from tests.support.package_mode import InPackageMode, copy_landing_zone, manifest_states, publish
 
 # Killed for real at these operations (in a separate process); every operation in-process.
 KILL_POINTS = (2, 7, 12)
@@ -66,11 +60,14 @@ class TestPublishCrashes(InPackageMode):
     def test_killed_publish(self, project, landing_zone, staged, point):
         pristine, expected = staged
         copy_landing_zone(pristine, landing_zone)
-        command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "publish", str(landing_zone)]
         killed = subprocess.run(
-            command, env={**os.environ, FAIL_AT: str(point), FAIL_MODE: "kill"}, capture_output=True, text=True
+            faulty_command(["dbt-openmirror", "publish", str(landing_zone)], point, "kill"),
+            env=faulty_env(),
+            capture_output=True,
+            text=True,
         )
         assert killed.returncode == -signal.SIGKILL, killed.stderr
+        command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "publish", str(landing_zone)]
         finished = subprocess.run(command, capture_output=True, text=True)
         assert finished.returncode == 0, finished.stderr
         self._assert_published_once(project, landing_zone, expected)

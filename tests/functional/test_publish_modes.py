@@ -123,7 +123,9 @@ class TestWriteAuditPublish:
         published = {t: replay(table_folder(landing_zone, schema, t)) for t in ("orders", "payments")}
 
         # One build: orders' change breaks its test, payments' passes.
-        set_source(warehouse, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, amount)", name="src_orders")
+        set_source(
+            warehouse, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, amount)", name="src_orders"
+        )
         set_source(warehouse, schema, "select * from values (1, 11), (3, 30) as t(id, amount)", name="src_payments")
         orders_snapshot = model_output(warehouse, f"select * from {schema}.orders")
         results = {r.node.unique_id: r for r in run_dbt(["build"], expect_pass=False)}
@@ -133,12 +135,18 @@ class TestWriteAuditPublish:
         assert replay(table_folder(landing_zone, schema, "orders")) == published["orders"]
         assert model_output(warehouse, f"select * from {schema}.orders") == orders_snapshot
         assert not list((landing_zone / "_scratchPad" / "dbt-openmirror").glob("*-*/*.parquet"))
-        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "payments"), f"select * from {schema}.src_payments")
+        assert_mirror_equals(
+            warehouse, table_folder(landing_zone, schema, "payments"), f"select * from {schema}.src_payments"
+        )
 
         # Fixed: the next build publishes the change against the snapshot it still has.
-        set_source(warehouse, schema, "select * from values (1, 10), (2, 21), (3, 30) as t(id, amount)", name="src_orders")
+        set_source(
+            warehouse, schema, "select * from values (1, 10), (2, 21), (3, 30) as t(id, amount)", name="src_orders"
+        )
         run_dbt(["build"])
-        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders")
+        assert_mirror_equals(
+            warehouse, table_folder(landing_zone, schema, "orders"), f"select * from {schema}.src_orders"
+        )
         assert sorted(file_markers(table_folder(landing_zone, schema, "orders"))[-1]) == [0, 1]
 
     def test_without_its_tests_a_change_is_not_published(self, project, warehouse, landing_zone):
@@ -148,7 +156,6 @@ class TestWriteAuditPublish:
         before = replay(folder)
         run_dbt(["run", "--select", "orders"])  # `dbt run` runs no tests
         assert replay(folder) == before
-
 
 
 class TestWriteAuditPublishNeedsItsHook:
@@ -180,25 +187,50 @@ def test_a_held_change_whose_invocation_died_is_discarded(tmp_path, spark_settin
     (root / "tests").mkdir()
     (root / "models" / "held.sql").write_text(WAP_PROJECT_MODEL)
     (root / "tests" / "slow.sql").write_text("-- depends_on: {{ ref('held') }}\n" + SLOW_TEST)
-    (root / "dbt_project.yml").write_text(yaml.safe_dump(
-        {"name": "wap", "version": "1.0", "config-version": 2, "profile": "wap", **HOOK}
-    ))
+    (root / "dbt_project.yml").write_text(
+        yaml.safe_dump({"name": "wap", "version": "1.0", "config-version": 2, "profile": "wap", **HOOK})
+    )
     spark = root / "spark"
     settings = {
-        **spark_settings, "spark.sql.warehouse.dir": str(spark / "warehouse"),
+        **spark_settings,
+        "spark.sql.warehouse.dir": str(spark / "warehouse"),
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={spark / 'metastore_db'};create=true",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark}",
     }
     landing_zone = root / "landing_zone"
     landing_zone.mkdir()
-    (root / "profiles.yml").write_text(yaml.safe_dump({"wap": {"target": "dev", "outputs": {"dev": {
-        "type": "openmirror", "method": "session", "host": "localhost", "schema": "wap",
-        "landing_zone": str(landing_zone), "server_side_parameters": settings}}}}))
+    (root / "profiles.yml").write_text(
+        yaml.safe_dump(
+            {
+                "wap": {
+                    "target": "dev",
+                    "outputs": {
+                        "dev": {
+                            "type": "openmirror",
+                            "method": "session",
+                            "host": "localhost",
+                            "schema": "wap",
+                            "landing_zone": str(landing_zone),
+                            "server_side_parameters": settings,
+                        }
+                    },
+                }
+            }
+        )
+    )
     folder = landing_zone / "wap.schema" / "held"
 
     def build(rows, slow_rows=1):
-        command = [str(Path(sys.executable).parent / "dbt"), "build", "--project-dir", str(root),
-                   "--profiles-dir", str(root), "--vars", json.dumps({"rows": rows, "slow_rows": slow_rows})]
+        command = [
+            str(Path(sys.executable).parent / "dbt"),
+            "build",
+            "--project-dir",
+            str(root),
+            "--profiles-dir",
+            str(root),
+            "--vars",
+            json.dumps({"rows": rows, "slow_rows": slow_rows}),
+        ]
         return subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     # Killed while the slow test runs: the output is {{ this }} for the tests, staged, unpublished.

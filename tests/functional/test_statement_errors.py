@@ -36,7 +36,9 @@ class TestStatementErrors:
 
     def test_the_plan_and_trace_go_to_the_debug_log_only(self, logs_dir, messages):
         message = messages["reads_nothing"]
-        assert "AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `no_such_table` cannot be found" in message
+        assert (
+            "AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `no_such_table` cannot be found" in message
+        )
         assert "UnresolvedRelation" not in message and "\tat " not in message
         assert len(message.splitlines()) <= 8
         debug_log = (Path(logs_dir) / "dbt.log").read_text()

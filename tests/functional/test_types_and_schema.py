@@ -34,7 +34,8 @@ select
   label as `customer name`,
   id * 2 as `order total ($)`
 from values
-  (1, '12345678901234567890.0123456789', '2024-02-29', '2024-03-01 12:34:56.123456', 'raw\\u0000bytes', true, 'Zoë – 東京 🚀', 0.5, 7),
+  (1, '12345678901234567890.0123456789', '2024-02-29', '2024-03-01 12:34:56.123456', 'raw\\u0000bytes', true,
+    'Zoë – 東京 🚀', 0.5, 7),
   (2, '-0.0000000001', '1970-01-01', '1999-12-31 23:59:59.999999', '', false, '', 1e-300, -7),
   (3, null, null, null, null, null, null, null, null)
   as t(id, amount, day, at, payload, flag, label, ratio, small)
@@ -57,9 +58,7 @@ class TestDataTypes:
         run_dbt(["run"])
         folder = table_folder(landing_zone, schema, "typed")
         columns = warehouse.columns(f"{schema}.src")
-        as_published = ", ".join(
-            f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns
-        )
+        as_published = ", ".join(f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns)
         assert_mirror_equals(warehouse, folder, f"select {as_published} from {schema}.src")
         assert findings_for(landing_zone, folder) == []
         # The local mirror's Delta table holds the same values, with the protocol that
@@ -70,8 +69,10 @@ class TestDataTypes:
             warehouse, landing_zone, target, schema, "typed", f"select {as_published} from {schema}.src"
         )
         assert protocol(target / schema / "typed") == {
-            "minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": ["columnMapping", "timestampNtz"], "writerFeatures": ["columnMapping", "timestampNtz"],
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["columnMapping", "timestampNtz"],
+            "writerFeatures": ["columnMapping", "timestampNtz"],
         }
 
         parquet_schema = pq.read_schema(data_files(folder)[0])
@@ -93,9 +94,7 @@ class TestDataTypes:
         set_source(warehouse, schema, TYPED_ROWS.replace("array(id, id + 1)", "array(id, if(id = 2, 0, id + 1))"))
         run_dbt(["run"])
         assert file_markers(folder)[-1] == [1]
-        assert (
-            pq.read_table(data_files(folder)[-1]).to_pylist()[0]["tags"] == "[2,0]"
-        )
+        assert pq.read_table(data_files(folder)[-1]).to_pylist()[0]["tags"] == "[2,0]"
 
 
 MODEL = """

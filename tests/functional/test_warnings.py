@@ -68,7 +68,11 @@ class TestKeysTheMirrorMayCompareDifferently:
         # An incremental run compares only its new keys with all keys.
         set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4) as t(code, id)")
         assert run_dbt(["run", "--select", "codes"])[0].adapter_response["warnings"] == []
-        set_source(warehouse, schema, "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4), ('X ', 5) as t(code, id)")
+        set_source(
+            warehouse,
+            schema,
+            "select * from values ('ABC', 1), ('abc ', 2), ('x', 3), ('y', 4), ('X ', 5) as t(code, id)",
+        )
         [warned] = run_dbt(["run", "--select", "codes"])[0].adapter_response["warnings"]
         assert "code=X " in warned and "code=x" in warned
         assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")

@@ -66,8 +66,21 @@ def test_a_live_holder_in_another_pid_namespace_of_this_host_keeps_its_lease(tmp
     this host, same hostname) under a pid that does not exist here."""
     pid = _pid_free_here(200)
     holder = subprocess.Popen(
-        ["unshare", "--pid", "--fork", sys.executable, "-m", "tests.support.lease_holder", str(tmp_path), TABLE, str(pid)],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            sys.executable,
+            "-m",
+            "tests.support.lease_holder",
+            str(tmp_path),
+            TABLE,
+            str(pid),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().split() == ["held", str(pid)]

@@ -41,7 +41,15 @@ def _landing_zone(root, files=24, keys=400):
 
 
 def _replay(landing_zone, target):
-    command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "replay", str(landing_zone), "--target", str(target)]
+    command = [
+        sys.executable,
+        "-m",
+        "dbt.adapters.openmirror.tools.cli",
+        "replay",
+        str(landing_zone),
+        "--target",
+        str(target),
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

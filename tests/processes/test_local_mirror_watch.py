@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.landing_zones import declare, parquet, rows
 
 TABLE = ("sales", "orders")
@@ -53,16 +53,19 @@ def item(tmp_path):
 def rebuild_and_follow(files, target):
     """The restart protocol a publisher follows, checked against what the mirror says."""
     folder = files / "LandingZone" / "sales.schema" / "orders"
-    wait_until(lambda: (listed(files).get(TABLE) or None) and listed(files)[TABLE].processed_rows == 3,
-               what="the table replicated")
+    wait_until(
+        lambda: (listed(files).get(TABLE) or None) and listed(files)[TABLE].processed_rows == 3,
+        what="the table replicated",
+    )
     wait_until(lambda: rows(target, *TABLE) == [{"id": 1, "v": "old"}, {"id": 2, "v": "changed"}], what="rows")
     shutil.rmtree(folder)
     wait_until(lambda: TABLE not in listed(files), what="the table to disappear")
     assert not (target / "sales" / "orders").exists()
     declare(folder, ["id"])
     parquet(folder, 1, {"id": [7], "v": ["new"]})
-    wait_until(lambda: TABLE in listed(files) and listed(files)[TABLE].status == "Replicating",
-               what="the table to reappear")
+    wait_until(
+        lambda: TABLE in listed(files) and listed(files)[TABLE].status == "Replicating", what="the table to reappear"
+    )
     assert rows(target, *TABLE) == [{"id": 7, "v": "new"}]
     assert listed(files)[TABLE].processed_rows == 1
 
@@ -87,8 +90,18 @@ def test_watch_in_process_follows_a_rebuilt_table_and_stops_on_request(item, tmp
 
 def test_replay_watch_command_follows_a_rebuilt_table_until_sigterm(item, tmp_path):
     target = tmp_path / "mirror"
-    command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "replay", str(item / "LandingZone"),
-               "--target", str(target), "--watch", "--interval", "0.2"]
+    command = [
+        sys.executable,
+        "-m",
+        "dbt.adapters.openmirror.tools.cli",
+        "replay",
+        str(item / "LandingZone"),
+        "--target",
+        str(target),
+        "--watch",
+        "--interval",
+        "0.2",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         rebuild_and_follow(item, target)
@@ -103,7 +116,9 @@ def test_replay_watch_command_follows_a_rebuilt_table_until_sigterm(item, tmp_pa
 
 @pytest.mark.parametrize("command", ["replay", "validate", "status"])
 def test_a_landing_zone_that_does_not_exist_is_an_error(tmp_path, capsys, command):
-    arguments = [command, str(tmp_path / "missing")] + (["--target", str(tmp_path / "m")] if command == "replay" else [])
+    arguments = [command, str(tmp_path / "missing")] + (
+        ["--target", str(tmp_path / "m")] if command == "replay" else []
+    )
     assert main(arguments) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"dbt-openmirror {command}: the landing zone ") and "does not exist" in error
@@ -138,8 +153,8 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
     """A one-off replay writes only its target's status; a watching one, the service's too (a
     status nothing updates would keep a publisher's rebuild waiting)."""
     from dbt.adapters.openmirror.storage import open_landing_zone
-    from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
-    from tests.support.dfs_emulator import DfsEmulator
+    from tests.support.dfs_emulator import DfsEmulator, FixedTokenCredential
+    from tests.support.onelake import sign_in_with
 
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
         files = dfs.root / "ws" / "item" / "Files"
@@ -147,14 +162,19 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         parquet(folder, 1, {"id": [1, 2], "v": ["a", "b"]})
         parquet(folder, 2, {"id": [2], "v": ["b2"]}, [1])
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "t")
+        sign_in_with(monkeypatch, "t")
         url = f"{dfs.url}/ws/item/Files/LandingZone"
         assert main(["replay", url, "--target", str(tmp_path / "mirror")]) == 0
         assert rows(tmp_path / "mirror", *TABLE) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b2"}]
-        assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [f"{1:020d}.parquet", f"{2:020d}.parquet"]
+        assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [
+            f"{1:020d}.parquet",
+            f"{2:020d}.parquet",
+        ]
         assert not (files / "Monitoring").exists()
         stop = threading.Event()
-        LocalMirror(open_landing_zone(url), tmp_path / "mirror").watch(0.01, stop, lambda statuses: stop.set())
+        LocalMirror(open_landing_zone(url, credential=FixedTokenCredential("t")), tmp_path / "mirror").watch(
+            0.01, stop, lambda statuses: stop.set()
+        )
         assert listed(files)[TABLE].processed_rows == 3
         assert describe_replicator(monitoring(files, "replicator.json")) == "Stopped"
         assert sorted(p.name for p in (files / "Monitoring").iterdir()) == ["replicator.json", "tables.json"]

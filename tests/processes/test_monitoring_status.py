@@ -8,18 +8,29 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
-from dbt.adapters.openmirror.storage.azure_auth import TEST_TOKEN
+from dbt.adapters.openmirror.tools.cli import main
 from tests.support.dfs_emulator import DfsEmulator
+from tests.support.onelake import sign_in_with
 
 TABLES = {
     "tables": [
-        {"sourceSchemaName": "sales", "sourceTableName": "orders", "status": "Replicating",
-         "lastSyncDateTime": "2026-11-22T10:00:00Z",
-         "metrics": {"processedBytes": 5206, "processedRows": 50}, "errorCode": "", "errorMessage": ""},
-        {"sourceSchemaName": "", "sourceTableName": "customers", "status": "Failed",
-         "errorCode": "SchemaChangeNotSupported", "errorMessage": "Column 'amount' changed type"},
+        {
+            "sourceSchemaName": "sales",
+            "sourceTableName": "orders",
+            "status": "Replicating",
+            "lastSyncDateTime": "2026-11-22T10:00:00Z",
+            "metrics": {"processedBytes": 5206, "processedRows": 50},
+            "errorCode": "",
+            "errorMessage": "",
+        },
+        {
+            "sourceSchemaName": "",
+            "sourceTableName": "customers",
+            "status": "Failed",
+            "errorCode": "SchemaChangeNotSupported",
+            "errorMessage": "Column 'amount' changed type",
+        },
     ]
 }
 REPLICATOR = {"status": "Running", "errorCode": "", "errorMessage": ""}
@@ -27,13 +38,9 @@ REPLICATOR = {"status": "Running", "errorCode": "", "errorMessage": ""}
 
 def test_the_service_documents_are_read_tolerantly():
     tables = parse_tables(json.dumps(TABLES))
-    assert tables[("sales", "orders")].describe() == (
-        "Replicating, 50 rows processed, last sync 2026-11-22T10:00:00Z"
-    )
+    assert tables[("sales", "orders")].describe() == ("Replicating, 50 rows processed, last sync 2026-11-22T10:00:00Z")
     # No schema name: the mirrored database's default schema; no metrics: nothing invented.
-    assert tables[("dbo", "customers")].describe() == (
-        "Failed: SchemaChangeNotSupported: Column 'amount' changed type"
-    )
+    assert tables[("dbo", "customers")].describe() == ("Failed: SchemaChangeNotSupported: Column 'amount' changed type")
     assert parse_tables('{"tables": [{"status": "x"}]}') == {}
     assert describe_replicator(json.dumps(REPLICATOR)) == "Running"
     assert describe_replicator('{"status": "Stopped", "errorMessage": "capacity paused"}') == (
@@ -55,7 +62,9 @@ def _item(files_folder):
     processed = landing_zone / "sales.schema" / "orders" / "_ProcessedFiles"
     processed.mkdir()
     for number in (1, 2):
-        (landing_zone / "sales.schema" / "orders" / f"{number:020d}.parquet").rename(processed / f"{number:020d}.parquet")
+        (landing_zone / "sales.schema" / "orders" / f"{number:020d}.parquet").rename(
+            processed / f"{number:020d}.parquet"
+        )
     (files_folder / "Monitoring").mkdir()
     (files_folder / "Monitoring" / "tables.json").write_text(json.dumps(TABLES))
     (files_folder / "Monitoring" / "replicator.json").write_text(json.dumps(REPLICATOR))
@@ -77,7 +86,7 @@ def test_status_of_a_onelake_landing_zone(tmp_path, monkeypatch, capsys):
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
         _item(dfs.root / "ws" / "item" / "Files")
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "t")
+        sign_in_with(monkeypatch, "t")
         assert main(["status", f"{dfs.url}/ws/item/Files/LandingZone"]) == 0
         assert dfs.recorded("read", path="/ws/item/Files/Monitoring/tables.json")
     _check(capsys.readouterr().out)
@@ -95,7 +104,7 @@ def test_status_of_a_mounted_item_and_without_monitoring(tmp_path, capsys):
 def test_a_refused_sign_in_is_a_message_not_a_traceback(tmp_path, monkeypatch, capsys):
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"], required_token="right") as dfs:
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
-        monkeypatch.setenv(TEST_TOKEN, "wrong")
+        sign_in_with(monkeypatch, "wrong")
         assert main(["status", f"{dfs.url}/ws/item/Files/LandingZone"]) == 2
     error = capsys.readouterr().err
     assert error.startswith("dbt-openmirror status: ") and "wrong audience" in error

@@ -53,7 +53,12 @@ def test_an_interrupted_publish_is_finished_by_the_next_run(onelake, tmp_path):
     dfs, storage = onelake
     publisher, pending, fence = journaled_first_load(storage, tmp_path, 2, 3)
     # The service fails the second file's rename on every attempt: the run stops there.
-    dfs.inject(status=500, times=100, operation="rename", path="/ws/item/Files/LandingZone/s.schema/t/00000000000000000002.parquet")
+    dfs.inject(
+        status=500,
+        times=100,
+        operation="rename",
+        path="/ws/item/Files/LandingZone/s.schema/t/00000000000000000002.parquet",
+    )
     with pytest.raises(LandingZoneServiceError, match="HTTP 500"):
         publisher.complete(pending, fence)
     dfs.faults.clear()

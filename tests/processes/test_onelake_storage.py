@@ -18,6 +18,7 @@ from dbt.adapters.openmirror.errors import (
     TargetExistsError,
     WriteConflictError,
 )
+from dbt.adapters.openmirror.storage import open_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.storage.location import parse_location
 from dbt.adapters.openmirror.storage.onelake import OneLakeStorage
@@ -88,6 +89,12 @@ def test_the_token_is_asked_for_the_storage_audience(dfs, root):
     credential = FixedTokenCredential()
     open_storage(dfs, root, credential).list_names("")
     assert credential.scopes and set(credential.scopes) == {STORAGE_SCOPE}
+
+
+def test_a_landing_zone_opened_with_a_credential_signs_in_with_it(dfs, root):
+    storage = open_landing_zone(f"{dfs.url}/ws/{root}", AzureAuth("cli"), credential=FixedTokenCredential("given"))
+    assert isinstance(storage, OneLakeStorage) and storage.list_names("") == []
+    assert dfs.tokens and set(dfs.tokens) == {"given"}
 
 
 def test_spark_uri_is_the_abfss_form(dfs, storage):
@@ -308,7 +315,10 @@ def test_monitoring_files_are_written_beside_the_landing_zone(dfs, root, storage
     assert not elsewhere.write_monitoring("tables.json", "{}")
 
 
-@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+@pytest.mark.parametrize(
+    "path",
+    ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."],
+)
 def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(dfs, root, storage, path):
     storage.write_text("t/f.txt", "kept", create_only=False)
     storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=False)

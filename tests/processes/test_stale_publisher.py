@@ -16,13 +16,13 @@ import sys
 
 import pytest
 
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER
 from dbt.adapters.openmirror.package.publish import read_manifest
+from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER
 from dbt.adapters.openmirror.storage import LocalStorage
-from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAIL_MODE, FAULT_LOG
 from tests.conftest import ROOT
-from tests.support.package_mode import copy_landing_zone
+from tests.support.faulty import faulty_command, faulty_env
 from tests.support.mirror_oracle import replay
+from tests.support.package_mode import copy_landing_zone
 from tests.support.package_staging import FOLDER, stage_run
 
 RUN_A = [{"id": i, "amount": 10 * i, "__rowMarker__": 0} for i in (1, 2, 3, 4)]
@@ -36,12 +36,15 @@ TTL_SECONDS = 300
 BLAME = ("someone else", "another writer", "changed during the run", "--full-refresh")
 
 
-def _publish_command(landing_zone, **env):
-    return subprocess.Popen(
-        [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "publish", str(landing_zone)],
-        cwd=ROOT, env={**os.environ, **{k: str(v) for k, v in env.items()}},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def _publish_command(landing_zone, fail_at=None, mode="raise", log=None):
+    """`dbt-openmirror publish`, failing at operation `fail_at` when given (tests/support/faulty.py)."""
+    command = (
+        [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "publish", str(landing_zone)]
+        if fail_at is None
+        else faulty_command(["dbt-openmirror", "publish", str(landing_zone)], fail_at, mode, log)
     )
+    return subprocess.Popen(command, cwd=ROOT, env=faulty_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def _staged_digests(landing_zone):
@@ -63,7 +66,7 @@ def history(tmp_path_factory):
     counted = tmp_path_factory.mktemp("counted")
     copy_landing_zone(pristine, counted)
     log = counted.parent / "operations.log"
-    done = _publish_command(counted, **{FAIL_AT: 0, FAULT_LOG: log})
+    done = _publish_command(counted, fail_at=0, log=log)
     assert done.wait(timeout=120) == 0, done.stderr.read()
     operations = [line.split("\t", 1)[1] for line in log.read_text().splitlines()]
     return pristine, later, operations
@@ -91,7 +94,7 @@ def _stall_and_take_over(landing_zone, pristine, later, point):
     """The first publisher stopped before operation `point`; the second publishes; then the
     first goes on. Their outcomes."""
     copy_landing_zone(pristine, landing_zone)
-    stale = _publish_command(landing_zone, **{FAIL_AT: point, FAIL_MODE: "stop"})
+    stale = _publish_command(landing_zone, fail_at=point, mode="stop")
     _, status = os.waitpid(stale.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), f"the publish ended before operation {point}"
     try:

@@ -15,7 +15,6 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from email.message import Message
-from typing import Optional, Tuple
 from urllib.parse import urlsplit
 
 import pytest
@@ -24,8 +23,6 @@ from hypothesis import strategies as st
 
 from dbt.adapters.openmirror.tools.cli import WEBHOOK_SECRET_VARIABLE, _webhook_receiver, main, parser
 from dbt.adapters.openmirror.tools.http_limits import ConnectionSlots
-from tests.support.mirror_oracle import replay
-from tests.support.package_staging import FOLDER, stage_run
 from dbt.adapters.openmirror.tools.webhook import (
     WEBHOOK_PATH,
     RecentEvents,
@@ -37,6 +34,8 @@ from dbt.adapters.openmirror.tools.webhook import (
     parse_timestamp,
     sign,
 )
+from tests.support.mirror_oracle import replay
+from tests.support.package_staging import FOLDER, stage_run
 
 SECRET = b"whsec-test-0123456789abcdef"
 WAIT = 5  # seconds: a bound for waits that normally end in milliseconds
@@ -85,7 +84,7 @@ def connect(url: str) -> socket.socket:
     return socket.create_connection((parts.hostname, parts.port), timeout=WAIT)
 
 
-def raw_exchange(url: str, data: bytes, end_body: bool = False) -> Tuple[Optional[int], str]:
+def raw_exchange(url: str, data: bytes, end_body: bool = False) -> tuple[int | None, str]:
     """Send `data` as it is (`end_body`: then close our side); (status, body) of the answer, or
     (None, "") when the receiver closed the connection without one."""
     with connect(url) as sock:
@@ -219,22 +218,51 @@ def test_a_retried_delivery_is_acknowledged_without_a_second_publish():
     assert publishes.count == 1
 
 
-@pytest.mark.parametrize("body", [
-    b"not json",
-    b"\xff\xfe",
-    b"[1, 2]",
-    json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": "now", "data": {"jobId": "1"}}).encode(),
-    json.dumps({"eventType": "job.run.completed", "timestamp": dbt_cloud_time(), "data": {"jobId": "1"}}).encode(),
-    json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": dbt_cloud_time()}).encode(),
-    json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": dbt_cloud_time(),
-                "data": {"runId": "1"}}).encode(),
-    b"[" * 60_000,  # deeper than Python's recursion limit, within the size limit
-    b'{"data": ' * 6_000,
-    b'{"eventId": ' + b"1" * 5000 + b"}",  # more digits than int() converts
-    json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": "\u0662023-01-31T19:29:35Z",
-                "data": {"jobId": "1"}}).encode(),  # an Arabic-Indic digit in the year
-], ids=["text", "not-utf8", "array", "bad-timestamp", "no-event-id", "no-data", "no-job-id", "deeply-nested-array",
-        "deeply-nested-object", "huge-number", "non-ascii-digit"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"\xff\xfe",
+        b"[1, 2]",
+        json.dumps(
+            {"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": "now", "data": {"jobId": "1"}}
+        ).encode(),
+        json.dumps({"eventType": "job.run.completed", "timestamp": dbt_cloud_time(), "data": {"jobId": "1"}}).encode(),
+        json.dumps({"eventId": "wev_1", "eventType": "job.run.completed", "timestamp": dbt_cloud_time()}).encode(),
+        json.dumps(
+            {
+                "eventId": "wev_1",
+                "eventType": "job.run.completed",
+                "timestamp": dbt_cloud_time(),
+                "data": {"runId": "1"},
+            }
+        ).encode(),
+        b"[" * 60_000,  # deeper than Python's recursion limit, within the size limit
+        b'{"data": ' * 6_000,
+        b'{"eventId": ' + b"1" * 5000 + b"}",  # more digits than int() converts
+        json.dumps(
+            {
+                "eventId": "wev_1",
+                "eventType": "job.run.completed",
+                "timestamp": "\u0662023-01-31T19:29:35Z",
+                "data": {"jobId": "1"},
+            }
+        ).encode(),  # an Arabic-Indic digit in the year
+    ],
+    ids=[
+        "text",
+        "not-utf8",
+        "array",
+        "bad-timestamp",
+        "no-event-id",
+        "no-data",
+        "no-job-id",
+        "deeply-nested-array",
+        "deeply-nested-object",
+        "huge-number",
+        "non-ascii-digit",
+    ],
+)
 def test_a_signed_body_that_is_not_an_event_is_a_bad_request(body):
     publishes = Publishes()
     with receiving(publishes) as url:
@@ -282,22 +310,39 @@ def test_path_method_and_size_are_checked():
 AUTHORIZED = b"Authorization: " + sign(SECRET, b"").encode() + b"\r\n"
 
 
-@pytest.mark.parametrize("framing, status, reason", [
-    (b"Content-Length: -1\r\n", 400, "invalid Content-Length"),
-    ("Content-Length: \uff11\uff12\r\n".encode(), 400, "invalid Content-Length"),  # full-width digits
-    (b"Content-Length: \xb2\r\n", 400, "invalid Content-Length"),  # '²' in Latin-1: str.isdigit() says yes
-    (b"Content-Length: 1e3\r\n", 400, "invalid Content-Length"),
-    (b"Content-Length: +12\r\n", 400, "invalid Content-Length"),
-    (b"Content-Length: 12, 12\r\n", 400, "invalid Content-Length"),
-    (b"Content-Length:\r\n", 400, "invalid Content-Length"),
-    (b"Content-Length: 12\r\nContent-Length: 12\r\n", 400, "more than one Content-Length"),
-    (b"Content-Length: " + b"9" * 5000 + b"\r\n", 413, "body larger than"),
-    (b"Content-Length: 99999999999999999999999\r\n", 413, "body larger than"),
-    (b"Transfer-Encoding: chunked\r\nContent-Length: 12\r\n", 400, "Transfer-Encoding with Content-Length"),
-    (b"Content-Length: 12\r\nTransfer-Encoding: chunked\r\n", 400, "Transfer-Encoding with Content-Length"),
-    (b"Transfer-Encoding: chunked\r\n", 411, "chunked"),
-], ids=["negative", "full-width", "superscript", "exponent", "plus", "list", "empty", "twice", "5000-digits",
-        "beyond-int64", "te-then-cl", "cl-then-te", "chunked"])
+@pytest.mark.parametrize(
+    "framing, status, reason",
+    [
+        (b"Content-Length: -1\r\n", 400, "invalid Content-Length"),
+        ("Content-Length: \uff11\uff12\r\n".encode(), 400, "invalid Content-Length"),  # full-width digits
+        (b"Content-Length: \xb2\r\n", 400, "invalid Content-Length"),  # '²' in Latin-1: str.isdigit() says yes
+        (b"Content-Length: 1e3\r\n", 400, "invalid Content-Length"),
+        (b"Content-Length: +12\r\n", 400, "invalid Content-Length"),
+        (b"Content-Length: 12, 12\r\n", 400, "invalid Content-Length"),
+        (b"Content-Length:\r\n", 400, "invalid Content-Length"),
+        (b"Content-Length: 12\r\nContent-Length: 12\r\n", 400, "more than one Content-Length"),
+        (b"Content-Length: " + b"9" * 5000 + b"\r\n", 413, "body larger than"),
+        (b"Content-Length: 99999999999999999999999\r\n", 413, "body larger than"),
+        (b"Transfer-Encoding: chunked\r\nContent-Length: 12\r\n", 400, "Transfer-Encoding with Content-Length"),
+        (b"Content-Length: 12\r\nTransfer-Encoding: chunked\r\n", 400, "Transfer-Encoding with Content-Length"),
+        (b"Transfer-Encoding: chunked\r\n", 411, "chunked"),
+    ],
+    ids=[
+        "negative",
+        "full-width",
+        "superscript",
+        "exponent",
+        "plus",
+        "list",
+        "empty",
+        "twice",
+        "5000-digits",
+        "beyond-int64",
+        "te-then-cl",
+        "cl-then-te",
+        "chunked",
+    ],
+)
 def test_malformed_framing_is_refused_before_any_body_is_read(framing, status, reason):
     publishes = Publishes()
     with receiving(publishes) as url:
@@ -310,7 +355,9 @@ def test_malformed_framing_is_refused_before_any_body_is_read(framing, status, r
 def test_a_body_shorter_than_its_content_length_is_a_bad_request():
     body = event()
     head = b"POST /webhook HTTP/1.0\r\nContent-Length: %d\r\nAuthorization: %s\r\n\r\n" % (
-        len(body) + 10, sign(SECRET, body).encode())
+        len(body) + 10,
+        sign(SECRET, body).encode(),
+    )
     with receiving(Publishes()) as url:
         status, text = raw_exchange(url, head + body, end_body=True)
     assert status == 400 and "shorter than its Content-Length" in text
@@ -322,18 +369,23 @@ def test_other_request_targets_are_not_the_webhook(target):
     publishes = Publishes()
     body = event()
     head = b"POST %s HTTP/1.0\r\nContent-Length: %d\r\nAuthorization: %s\r\n\r\n" % (
-        target.encode(), len(body), sign(SECRET, body).encode())
+        target.encode(),
+        len(body),
+        sign(SECRET, body).encode(),
+    )
     with receiving(publishes) as url:
         assert raw_exchange(url, head + body)[0] == 404
     assert publishes.count == 0
 
 
-@pytest.mark.parametrize("drip", [b"", b"POST /webhook HTTP/1.0\r\nX-Padding: " + b"a" * 1000],
-                         ids=["idle", "one-byte-at-a-time"])
+@pytest.mark.parametrize(
+    "drip", [b"", b"POST /webhook HTTP/1.0\r\nX-Padding: " + b"a" * 1000], ids=["idle", "one-byte-at-a-time"]
+)
 def test_a_request_not_complete_by_its_deadline_is_cut_off(drip):
     """The socket timeout restarts with every byte; the deadline is for the whole request."""
     with receiving(Publishes(), request_seconds=1) as url:
         with connect(url) as sock:
+
             def cut_off():
                 if drip and not closed_by_peer(sock):
                     try:
@@ -342,6 +394,7 @@ def test_a_request_not_complete_by_its_deadline_is_cut_off(drip):
                         return True
                     time.sleep(0.1)  # a byte every 0.1 s: never quiet long enough for a per-read timeout
                 return closed_by_peer(sock)
+
             assert eventually(cut_off)
 
 
@@ -357,9 +410,11 @@ def test_slow_clients_beyond_the_connection_cap_neither_add_threads_nor_starve_a
             slow[-1].sendall(b"POST /webhook HTTP/1.0\r\n")
         try:
             closed = set()
+
             def cap_holds():
                 closed.update(i for i, sock in enumerate(slow) if i not in closed and closed_by_peer(sock))
                 return len(closed) >= len(slow) - cap
+
             assert eventually(cap_holds)
             assert eventually(lambda: threading.active_count() - baseline <= cap)
             # The oldest slow clients made room; a delivery is answered at once, not after 60 s.
@@ -502,14 +557,15 @@ JSON = st.recursive(
     max_leaves=12,
 )
 TIMESTAMPS = st.from_regex(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,12})?(Z|[+-]\d{2}:\d{2})", fullmatch=True)
-EVENTS = st.fixed_dictionaries({
-    "eventId": st.text() | JSON,
-    "eventType": st.sampled_from(["job.run.completed", "job.run.started"]) | JSON,
-    "timestamp": TIMESTAMPS | JSON,
-    "data": JSON | st.fixed_dictionaries(
-        {"jobId": st.text() | st.integers() | JSON, "runId": JSON, "runStatus": JSON}
-    ),
-})
+EVENTS = st.fixed_dictionaries(
+    {
+        "eventId": st.text() | JSON,
+        "eventType": st.sampled_from(["job.run.completed", "job.run.started"]) | JSON,
+        "timestamp": TIMESTAMPS | JSON,
+        "data": JSON
+        | st.fixed_dictionaries({"jobId": st.text() | st.integers() | JSON, "runId": JSON, "runStatus": JSON}),
+    }
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -528,8 +584,15 @@ HEADER_TEXT = st.text(st.characters(max_codepoint=255, blacklist_characters="\r\
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["Content-Length", "content-length", "Transfer-Encoding"]),
-                          HEADER_TEXT | st.from_regex(r"[0-9]{1,30}", fullmatch=True)), max_size=3))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Content-Length", "content-length", "Transfer-Encoding"]),
+            HEADER_TEXT | st.from_regex(r"[0-9]{1,30}", fullmatch=True),
+        ),
+        max_size=3,
+    )
+)
 def test_any_framing_gives_a_length_within_the_limit_or_a_refusal(headers):
     message = Message()
     for name, value in headers:

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError
-from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher
+from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "dbo.schema/contended"

@@ -4,19 +4,19 @@ Column mapping (mode `name`): each column is read from the Parquet column of its
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def read_delta(table_path: Path) -> List[Dict[str, Any]]:
+def read_delta(table_path: Path) -> list[dict[str, Any]]:
     log = sorted((table_path / "_delta_log").glob("*.json"))
     assert log, f"{table_path} is not a Delta table"
     assert not list((table_path / "_delta_log").glob("*.checkpoint.parquet")), "checkpoints not read"
-    live: Dict[str, None] = {}
-    columns: Dict[str, str] = {}  # logical name -> physical name
+    live: dict[str, None] = {}
+    columns: dict[str, str] = {}  # logical name -> physical name
     for commit in log:
         for line in commit.read_text().splitlines():
             action = json.loads(line)
@@ -33,9 +33,9 @@ def read_delta(table_path: Path) -> List[Dict[str, Any]]:
     return [{name: row.get(physical) for name, physical in columns.items()} for row in rows]
 
 
-def schema(table_path: Path) -> List[Dict[str, Any]]:
+def schema(table_path: Path) -> list[dict[str, Any]]:
     """The table's columns as its latest metaData action describes them."""
-    fields: List[Dict[str, Any]] = []
+    fields: list[dict[str, Any]] = []
     for commit in sorted((table_path / "_delta_log").glob("*.json")):
         for line in commit.read_text().splitlines():
             action = json.loads(line)
@@ -50,7 +50,7 @@ def _without_views(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema([f.with_type(views.get(f.type, f.type)) for f in table.schema]))
 
 
-def protocol(table_path: Path) -> Dict[str, Any]:
+def protocol(table_path: Path) -> dict[str, Any]:
     for commit in sorted((table_path / "_delta_log").glob("*.json"), reverse=True):
         for line in commit.read_text().splitlines():
             action = json.loads(line)

@@ -3,8 +3,9 @@ real Parquet (pyarrow) and CSV files, as any publisher could write them."""
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 from tests.support.delta_reader import read_delta
 
 
-def declare(folder: Path, keys: Optional[Sequence[str]] = None, **fields: Any) -> Path:
+def declare(folder: Path, keys: Sequence[str] | None = None, **fields: Any) -> Path:
     """`_metadata.json` with `keyColumns` (omitted when None) and any other fields."""
     folder.mkdir(parents=True, exist_ok=True)
     document = ({"keyColumns": list(keys)} if keys is not None else {}) | fields
@@ -20,8 +21,8 @@ def declare(folder: Path, keys: Optional[Sequence[str]] = None, **fields: Any) -
     return folder
 
 
-def parquet(folder: Path, name: Any, columns: Dict[str, Any], markers: Optional[Sequence[int]] = None,
-            schema: Optional[pa.Schema] = None, **options: Any) -> Path:
+def parquet(folder: Path, name: Any, columns: dict[str, Any], markers: Sequence[int] | None = None,
+            schema: pa.Schema | None = None, **options: Any) -> Path:
     """One Parquet data file: `name` is a sequence number or a file name; `columns` a dict of
     column -> values (or arrays), the marker last when given."""
     table = pa.table(columns, schema=schema)
@@ -33,7 +34,7 @@ def parquet(folder: Path, name: Any, columns: Dict[str, Any], markers: Optional[
     return path
 
 
-def text_file(folder: Path, name: str, text: str, modified: Optional[float] = None) -> Path:
+def text_file(folder: Path, name: str, text: str, modified: float | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     path.write_bytes(text.encode("utf-8"))
@@ -42,7 +43,7 @@ def text_file(folder: Path, name: str, text: str, modified: Optional[float] = No
     return path
 
 
-def csv_table(folder: Path, keys: Sequence[str], columns: List[Dict[str, Any]], **properties: Any) -> Path:
+def csv_table(folder: Path, keys: Sequence[str], columns: list[dict[str, Any]], **properties: Any) -> Path:
     """`_metadata.json` of a delimited-text table with the `.csv` extension."""
     return declare(
         folder, keys, FileFormat="DelimitedText", FileExtension="csv",
@@ -51,6 +52,6 @@ def csv_table(folder: Path, keys: Sequence[str], columns: List[Dict[str, Any]], 
     )
 
 
-def rows(target: Path, schema: str, table: str) -> List[Dict[str, Any]]:
+def rows(target: Path, schema: str, table: str) -> list[dict[str, Any]]:
     """The mirrored table's rows, read by the independent reader, in a stable order."""
     return sorted(read_delta(target / schema / table), key=lambda r: json.dumps(r, sort_keys=True, default=str))

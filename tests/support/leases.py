@@ -1,5 +1,5 @@
-"""The lease tests' landing zone, clocks and fixtures (a pytest plugin of tests/conftest.py): storage time passes by making the lease
-files older (their Last-Modified is the storage's clock); the holder's own clock is a
+"""The lease tests' landing zone, clocks and fixtures (a pytest plugin of tests/conftest.py): storage
+time passes by making the lease files older (their Last-Modified is the storage's clock); the holder's own clock is a
 controllable monotonic clock."""
 
 import os
@@ -54,4 +54,3 @@ def generations(tmp_path):
 
 def lease_file(tmp_path, lease):
     return tmp_path / lease.path
-

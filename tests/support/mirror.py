@@ -7,14 +7,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any
 
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.tools.validate import validate
 from tests.support.delta_reader import read_delta
 from tests.support.mirror_oracle import data_files, replay
@@ -41,10 +42,10 @@ class Warehouse:
         self.run(f"insert overwrite directory 'file://{folder}' using parquet select * from ({sql}) q")
         return pq.ParquetDataset(folder)
 
-    def rows(self, sql: str) -> List[Dict[str, Any]]:
+    def rows(self, sql: str) -> list[dict[str, Any]]:
         return self._export(sql).read().to_pylist()
 
-    def columns(self, relation: str) -> List[str]:
+    def columns(self, relation: str) -> list[str]:
         return self._export(f"select * from {relation} limit 0").schema.names
 
 
@@ -67,19 +68,19 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def _sortable(row: Dict[str, Any]) -> str:
+def _sortable(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True, default=repr)
 
 
-def normalized(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def normalized(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(({k: _normal(v) for k, v in row.items()} for row in rows), key=_sortable)
 
 
-def model_output(warehouse: Warehouse, sql: str) -> List[Dict[str, Any]]:
+def model_output(warehouse: Warehouse, sql: str) -> list[dict[str, Any]]:
     return normalized(warehouse.rows(sql))
 
 
-def assert_mirror_equals(warehouse, folder: Path, expected_sql: str) -> List[Dict[str, Any]]:
+def assert_mirror_equals(warehouse, folder: Path, expected_sql: str) -> list[dict[str, Any]]:
     """Replaying the table folder gives exactly the rows `expected_sql` returns."""
     expected = model_output(warehouse, expected_sql)
     mirrored = normalized(replay(folder))
@@ -87,7 +88,7 @@ def assert_mirror_equals(warehouse, folder: Path, expected_sql: str) -> List[Dic
     return mirrored
 
 
-def file_markers(folder: Path) -> List[List[int]]:
+def file_markers(folder: Path) -> list[list[int]]:
     """Each data file's row markers, in file order; a file without the marker column is all
     INSERTs (0), as the mirror reads it."""
     markers = []
@@ -98,12 +99,12 @@ def file_markers(folder: Path) -> List[List[int]]:
     return markers
 
 
-def marked_files(folder: Path) -> List[bool]:
+def marked_files(folder: Path) -> list[bool]:
     """Whether each data file, in file order, carries a `__rowMarker__` column."""
     return ["__rowMarker__" in pq.read_schema(path).names for path in data_files(folder)]
 
 
-def tree_digest(root: Path) -> Dict[str, str]:
+def tree_digest(root: Path) -> dict[str, str]:
     """Every file under `root` with a hash of its bytes: equal digests mean nothing changed."""
     if not root.exists():
         return {}
@@ -123,7 +124,7 @@ def assert_local_mirror_equals(
     assert normalized(read_delta(target / schema / table)) == model_output(warehouse, expected_sql)
 
 
-def findings_for(landing_zone: Path, folder: Path) -> List[str]:
+def findings_for(landing_zone: Path, folder: Path) -> list[str]:
     """What `dbt-openmirror validate` reports about one table folder."""
     prefix = str(folder.relative_to(landing_zone))
     return [str(f) for f in validate(LocalStorage(landing_zone)) if f.where.startswith(prefix)]
@@ -136,8 +137,8 @@ def sorted_bucket_scans(project) -> str:
 
 
 def rewrite_key_hashes(
-    warehouse: Warehouse, hashes: str, key: str, *, hash1_offset: int = 0, run_id: Optional[str] = None,
-    buckets: Optional[int] = None,
+    warehouse: Warehouse, hashes: str, key: str, *, hash1_offset: int = 0, run_id: str | None = None,
+    buckets: int | None = None,
 ) -> None:
     """Rewrite a key hashes table (its columns are those macros/sql/hash_diff.sql writes): the
     first hash shifted by `hash1_offset` (wrong for every row unless 0), bucketed into `buckets`
@@ -178,7 +179,7 @@ def watching_mirror(landing_zone: Path, target: Path, interval: float = 0.5) -> 
         assert watcher.returncode in (0, 1, -15), output[-3000:]
 
 
-def wait_until_mirrored(landing_zone: Path, target: Path, folders: List[Path], timeout: float = 120.0) -> None:
+def wait_until_mirrored(landing_zone: Path, target: Path, folders: list[Path], timeout: float = 120.0) -> None:
     """Until the watching mirror has applied every file the journal of each table folder names."""
     deadline = time.monotonic() + timeout
     status_path = target / "Monitoring" / "tables.json"

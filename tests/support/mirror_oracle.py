@@ -8,7 +8,7 @@ missing key does nothing). Tests compare its result with the model output.
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -17,21 +17,21 @@ _DATA_FILE = re.compile(r"^\d{20}\.parquet$")
 _PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 
 
-def data_files(table_folder: Path) -> List[Path]:
+def data_files(table_folder: Path) -> list[Path]:
     """Every published file in number order, including those the service already processed."""
     folders = [table_folder] + [table_folder / name for name in _PROCESSED_FOLDERS]
     found = [p for f in folders if f.is_dir() for p in f.iterdir() if _DATA_FILE.match(p.name)]
     return sorted(found, key=lambda p: p.name)
 
 
-def replay(table_folder: Path) -> List[Dict[str, Any]]:
+def replay(table_folder: Path) -> list[dict[str, Any]]:
     """The rows the mirror would hold after applying every file of `table_folder`."""
     keys = json.loads((table_folder / "_metadata.json").read_text())["keyColumns"]
     files = data_files(table_folder)
     numbers = [int(p.name[:20]) for p in files]
     assert numbers == list(range(1, len(files) + 1)), f"numbering has a gap: {numbers}"
-    rows: List[Dict[str, Any]] = []
-    columns: List[str] = []
+    rows: list[dict[str, Any]] = []
+    columns: list[str] = []
     for path in files:
         for column in pq.read_schema(path).names:
             if column != ROW_MARKER and column not in columns:

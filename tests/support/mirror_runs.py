@@ -25,14 +25,6 @@ THIS = FakeRelation("analytics", "customers")
 FIRST = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]
 
 
-class Crash(Exception):
-    """The process stops at a checkpoint."""
-
-
-def no_checkpoint(name: str) -> None:
-    return None
-
-
 class Project:
     """One model publishing into a landing zone in tmp_path, run after run."""
 
@@ -44,12 +36,10 @@ class Project:
         self.mirror = mirror_config("customers", THIS.schema, THIS.identifier, {"unique_key": "id", **(config or {})})
         self.warned: List[str] = []
         self.runs = 0
-        self.checkpoint: Callable[[str], None] = no_checkpoint
         self.context = RunContext(
             storage=self.storage, publisher=Publisher(self.storage), leases=LeaseManager(self.storage),
             statements=self.warehouse, catalog=self.warehouse, landing_zone=str(self.landing_zone),
             staging_mode=lambda: "direct", interrupted=lambda: False,
-            checkpoint=lambda name: self.checkpoint(name),
             warn=self.warned.append, info=print, debug=print, warning=print, error=print,
         )
         self.held = HeldChanges(self.context)

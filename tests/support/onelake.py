@@ -1,6 +1,11 @@
 """A OneLake landing zone on the local DFS stand-in (tests/support/dfs_emulator), for functional tests."""
 
+from functools import partial
+
 import pytest
+
+from dbt.adapters.openmirror import storage
+from tests.support.dfs_emulator import FixedTokenCredential
 
 # The landing zone is the item's Files/LandingZone in the stand-in's one workspace.
 ITEM_ROOT = "item/Files/LandingZone"
@@ -34,3 +39,11 @@ def onelake_target(spark_settings, dfs) -> dict:
 def onelake_landing_zone_on_disk(dfs):
     """Where the stand-in keeps the landing zone's bytes, for independent readers."""
     return dfs.root / "workspace" / ITEM_ROOT
+
+
+def sign_in_with(patch: pytest.MonkeyPatch, token: str) -> FixedTokenCredential:
+    """The adapter and the CLI sign in to OneLake with `token` (what the stand-in accepts), not
+    with azure-identity: their landing zones are opened with this credential."""
+    credential = FixedTokenCredential(token)
+    patch.setattr(storage, "open_landing_zone", partial(storage.open_landing_zone, credential=credential))
+    return credential

@@ -3,7 +3,6 @@
 
 import shutil
 from pathlib import Path
-from typing import List
 
 import pyarrow.parquet as pq
 import pytest
@@ -56,13 +55,13 @@ class InPackageMode:
         run_dbt(["parse"])  # deps leaves no adapter behind; the test project's SQL needs one
 
 
-def publish(landing_zone: Path, storage=None) -> List[StagedRun]:
+def publish(landing_zone: Path, storage=None) -> list[StagedRun]:
     """`dbt-openmirror publish`, in this process; the runs it published."""
     published = PackagePublisher(storage or LocalStorage(landing_zone), log=lambda line: None).publish()
     return [p.run for p in published]
 
 
-def manifest_states(landing_zone: Path) -> List[str]:
+def manifest_states(landing_zone: Path) -> list[str]:
     return [run.state for run in read_manifest(LocalStorage(landing_zone))]
 
 
@@ -72,7 +71,7 @@ def copy_landing_zone(source: Path, target: Path) -> None:
     shutil.copytree(source, target)
 
 
-def manifest_rows(landing_zone: Path) -> List[dict]:
+def manifest_rows(landing_zone: Path) -> list[dict]:
     """Every row of the manifest table, with the file it is in."""
     rows = []
     for path in sorted((landing_zone / MANIFEST_FOLDER).glob("*.parquet")):

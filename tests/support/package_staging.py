@@ -4,7 +4,6 @@ so that `dbt-openmirror publish` can be tested without Spark."""
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,13 +17,13 @@ def stage_run(
     landing_zone: Path,
     run_id: str,
     sequence: int,
-    rows: List[Dict],
-    base_run_id: Optional[str] = None,
+    rows: list[dict],
+    base_run_id: str | None = None,
     load: str = "incremental",
     states=("staging", "staged"),
     table_folder: str = FOLDER,
     parts: int = 1,
-    recorded_folder: Optional[str] = None,
+    recorded_folder: str | None = None,
     model: str = "orders",
 ) -> StagedRun:
     """A staged folder with `parts` change files sharing `rows` (id, amount, __rowMarker__) and
@@ -36,7 +35,7 @@ def stage_run(
     for part in range(parts):
         table = pa.Table.from_pylist(rows[part::parts], schema=schema)
         pq.write_table(table, landing_zone / staged_folder / f"part-{part:05d}.parquet")
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for row in rows:
         counts[str(row["__rowMarker__"])] = counts.get(str(row["__rowMarker__"]), 0) + 1
     run = StagedRun(
@@ -52,7 +51,7 @@ def stage_run(
     return run
 
 
-def write_manifest_rows(landing_zone: Path, name: str, rows: List[Dict], schema=MANIFEST_SCHEMA) -> None:
+def write_manifest_rows(landing_zone: Path, name: str, rows: list[dict], schema=MANIFEST_SCHEMA) -> None:
     """Manifest rows as anyone with access to the landing zone could write them."""
     (landing_zone / MANIFEST_FOLDER).mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), landing_zone / MANIFEST_FOLDER / name)

@@ -4,7 +4,7 @@ The macros take plain values and use no dbt context, so one template of all the 
 every macro with the others in reach, as dbt's macro namespace does.
 """
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,7 +13,7 @@ import jinja2
 MACRO_FOLDER = Path(__file__).resolve().parents[2] / "macros" / "sql"
 
 
-@lru_cache(maxsize=None)
+@cache
 def sql_macros():
     """The template module: each macro is an attribute, called with keyword or positional values."""
     source = "\n".join(path.read_text() for path in sorted(MACRO_FOLDER.glob("*.sql")))

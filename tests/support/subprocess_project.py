@@ -4,18 +4,17 @@ The model reads its rows from the `rows` var, so a test knows the output without
 """
 
 import json
-import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
 
 import yaml
 
-from dbt.adapters.openmirror.storage.faults import FAIL_AT, FAIL_MODE, FAULT_LOG
+from tests.support.faulty import faulty_command, faulty_env
 from tests.support.mirror import normalized
 
-Row = Tuple[int, str, int]
+Row = tuple[int, str, int]
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2,
@@ -24,7 +23,7 @@ select * from values {{ var('rows') }} as t(id, name, amount)
 """
 
 
-def write_project(root: Path, target: Dict) -> Path:
+def write_project(root: Path, target: dict) -> Path:
     """A project named `jobs` with the model `customers` and a profile for `target`; returns the
     table folder the model publishes to."""
     (root / "models").mkdir(parents=True)
@@ -40,22 +39,19 @@ def write_project(root: Path, target: Dict) -> Path:
     return Path(target["landing_zone"]) / f"{target['schema']}.schema" / "customers"
 
 
-def dbt_run_command(project: Path, rows: Sequence[Row], **dbt_vars) -> List[str]:
+def dbt_run_command(project: Path, rows: Sequence[Row], **dbt_vars) -> list[str]:
     values = ", ".join(f"({i}, '{n}', {a})" for i, n, a in rows)
     return [str(Path(sys.executable).parent / "dbt"), "run", "--project-dir", str(project),
             "--profiles-dir", str(project), "--vars", json.dumps({"rows": values, **dbt_vars})]
 
 
-def fault_env(**faults) -> Dict[str, str]:
-    """The environment without inherited fault settings, plus `faults`."""
-    env = {k: v for k, v in os.environ.items() if k not in (FAIL_AT, FAIL_MODE, FAULT_LOG)}
-    env.update({k: str(v) for k, v in faults.items()})
-    return env
-
-
-def dbt_run(project: Path, rows: Sequence[Row], **faults) -> subprocess.CompletedProcess:
-    return subprocess.run(dbt_run_command(project, rows), cwd=project, env=fault_env(**faults),
-                          capture_output=True, text=True, timeout=600)
+def dbt_run(project: Path, rows: Sequence[Row], fail_at: int | None = None, mode: str = "raise",
+            log: Path | None = None) -> subprocess.CompletedProcess:
+    """`dbt run` in its own process; failing at operation `fail_at` when given (tests/support/faulty.py)."""
+    command = dbt_run_command(project, rows)
+    if fail_at is not None:
+        command = faulty_command(["dbt", *command[1:]], fail_at, mode, log)
+    return subprocess.run(command, cwd=project, env=faulty_env(), capture_output=True, text=True, timeout=600)
 
 
 def expected(rows: Sequence[Row]):

@@ -11,22 +11,12 @@ from azure.identity import (
 
 from dbt.adapters.openmirror.credentials import OpenMirrorCredentials
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
-from dbt.adapters.openmirror.storage.azure_auth import (
-    TEST_TOKEN,
-    AzureAuth,
-    StaticTokenCredential,
-    token_credential,
-)
+from dbt.adapters.openmirror.storage.azure_auth import AzureAuth, token_credential
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 CLIENT = "3c1d9f4b-0a7e-4d2a-8c6e-5b1f2a3d4e5f"
 SECRET = "Zq8~s3cr3t.v4lue-never-printed"
 ONELAKE = "https://onelake.dfs.fabric.microsoft.com/ws/db.MirroredDatabase/Files/LandingZone"
-
-
-@pytest.fixture(autouse=True)
-def _no_test_token(monkeypatch):
-    monkeypatch.delenv(TEST_TOKEN, raising=False)
 
 
 def _credentials(**fields):
@@ -54,11 +44,6 @@ def test_cli_and_the_default_chain():
     chain = token_credential(AzureAuth())
     assert isinstance(chain, DefaultAzureCredential)
     assert "AzureCliCredential" in [type(c).__name__ for c in chain.credentials]
-
-
-def test_the_test_token_replaces_azure_identity(monkeypatch):
-    monkeypatch.setenv(TEST_TOKEN, "t0ken")
-    assert isinstance(token_credential(AzureAuth("cli")), StaticTokenCredential)
 
 
 @pytest.mark.parametrize(

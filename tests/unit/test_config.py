@@ -1,7 +1,7 @@
 import pytest
 
-from dbt.adapters.openmirror.run.config import mirror_config
 from dbt.adapters.openmirror.errors import MirrorConfigError
+from dbt.adapters.openmirror.run.config import mirror_config
 
 
 def config(**values):

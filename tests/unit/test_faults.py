@@ -1,15 +1,12 @@
-"""The fault injector fails exactly the N-th changing operation, and everything after it."""
+"""The fault injector (tests/support/faults.py) fails exactly the N-th changing operation, and
+everything after it; it reaches the product only through the storage factory."""
 
 import pytest
 
+from dbt.adapters.openmirror import storage
 from dbt.adapters.openmirror.storage import LocalStorage
-from dbt.adapters.openmirror.storage.faults import (
-    FAIL_AT,
-    FAULT_LOG,
-    FaultInjectingStorage,
-    FaultInjector,
-    InjectedFault,
-)
+from tests.support.faults import FaultInjectingStorage, FaultInjector, InjectedFault, injected
+from tests.support.faulty import _parser
 
 
 def test_the_nth_change_fails_and_later_ones_too_while_reads_go_on(tmp_path):
@@ -22,12 +19,9 @@ def test_the_nth_change_fails_and_later_ones_too_while_reads_go_on(tmp_path):
     assert storage.read_text("a.txt") == "1" and storage.read_text("b.txt") is None
 
 
-def test_the_environment_turns_it_on_and_the_log_lists_operations(tmp_path, monkeypatch):
+def test_the_log_lists_operations_and_zero_fails_none(tmp_path):
     log = tmp_path / "ops.log"
-    monkeypatch.setenv(FAIL_AT, "0")
-    monkeypatch.setenv(FAULT_LOG, str(log))
-    injector = FaultInjector.from_environment()
-    storage = FaultInjectingStorage(LocalStorage(tmp_path / "lz"), injector)
+    storage = FaultInjectingStorage(LocalStorage(tmp_path / "lz"), FaultInjector(0, log_path=str(log)))
     storage.write_text("x/a.txt", "1", create_only=True)
     storage.rename_create_only("x/a.txt", "x/b.txt")
     storage.delete_folder("x")
@@ -36,6 +30,18 @@ def test_the_environment_turns_it_on_and_the_log_lists_operations(tmp_path, monk
     ]
 
 
-def test_off_without_the_environment(monkeypatch):
-    monkeypatch.delenv(FAIL_AT, raising=False)
-    assert FaultInjector.from_environment() is None
+def test_injected_wraps_the_landing_zones_the_product_opens_and_only_while_it_lasts(tmp_path):
+    product = storage.open_landing_zone
+    with injected(FaultInjector(1), adapter=False):
+        with pytest.raises(InjectedFault, match="operation 1: create folder"):
+            storage.open_landing_zone(str(tmp_path)).create_folder("x")
+    assert storage.open_landing_zone is product
+    storage.open_landing_zone(str(tmp_path)).create_folder("x")
+    assert (tmp_path / "x").is_dir()
+
+
+def test_the_wrapper_takes_its_faults_from_its_arguments():
+    args = _parser().parse_args(["--fail-at", "3", "--mode", "kill", "dbt", "run", "--vars", "{a: 1}"])
+    assert (args.fail_at, args.mode, args.program, args.arguments) == (3, "kill", "dbt", ["run", "--vars", "{a: 1}"])
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--fail-at", "1", "--mode", "explode", "dbt", "run"])

@@ -8,8 +8,8 @@ from dbt.adapters.openmirror.planning.keys import (
     resolve_key_columns,
     string_keys,
 )
-from dbt.adapters.openmirror.run.response import publish_response
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.run.response import publish_response
 
 
 def test_key_columns_take_the_model_spelling():
@@ -75,4 +75,7 @@ def test_example_key_values_can_be_hidden():
 def test_lookalike_keys_are_named_with_why_they_matter():
     warning = lookalike_warning("m", ["code"], ("code=ABC", "code=abc "), show_values=True)
     assert "Model 'm'" in warning and "'code=ABC' and 'code=abc '" in warning and "trailing spaces" in warning
-    assert string_keys([ColumnSpec("id", "int"), ColumnSpec("code", "string"), ColumnSpec("c2", "varchar(3)")]) == ["code", "c2"]
+    assert string_keys([ColumnSpec("id", "int"), ColumnSpec("code", "string"), ColumnSpec("c2", "varchar(3)")]) == [
+        "code",
+        "c2",
+    ]

@@ -85,7 +85,7 @@ def test_expiry_is_judged_by_the_storages_clock_not_the_hosts(tmp_path):
     LeaseManager(storage).acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
     # A host whose clock runs 200 s ahead, or 200 s behind, sees the same live lease.
     for offset in (200, -200):
-        contender = LeaseManager(storage, clock=lambda: time.time() + offset)
+        contender = LeaseManager(storage, clock=lambda offset=offset: time.time() + offset)
         with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
             contender.acquire(TABLE, "run-2", "orders", ttl_seconds=60, wait_seconds=0)
     age(tmp_path, 61)
@@ -154,6 +154,28 @@ def test_without_proc_no_process_is_signalled_and_only_expiry_counts(tmp_path, m
     assert contender.acquire(TABLE, "run-2", "orders", 60, 0).taken_from.run_id == "run-1"
 
 
+def test_on_windows_a_holder_on_this_machine_is_never_signalled(tmp_path, monkeypatch):
+    """Even a lease naming this machine's boot and PID namespace, and a pid that does not exist,
+    is only ever judged by expiry on Windows: os.kill(pid, 0) would terminate a live holder."""
+    here = ProcessIdentity.of_this_process()
+    if here.boot_id is None:
+        pytest.skip("no /proc here: no holder can name this machine's boot")
+    holder = ProcessIdentity(here.host, 4_000_000, "holder's token", here.boot_id, here.pid_namespace)
+    storage = LocalStorage(tmp_path)
+    LeaseManager(storage, identity=holder).acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
+
+    def kill(pid, signal):
+        raise AssertionError(f"os.kill({pid}, {signal}) called")
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(os, "kill", kill)
+    contender = LeaseManager(storage)
+    with pytest.raises(LeaseHeldError):
+        contender.acquire(TABLE, "run-2", "orders", 60, 0)
+    age(tmp_path, 61)
+    assert contender.acquire(TABLE, "run-2", "orders", 60, 0).taken_from.run_id == "run-1"
+
+
 def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
     from dbt.adapters.openmirror.publishing import lease as lease_module
 
@@ -163,7 +185,7 @@ def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
 
 
 def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_process(tmp_path):
-    from dbt.adapters.openmirror.storage.faults import (
+    from tests.support.faults import (
         FaultInjectingStorage,
         FaultInjector,
         InjectedFault,

@@ -8,12 +8,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
-from dbt.adapters.openmirror.storage import LocalStorage
-from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 from tests.support.delta_reader import protocol, read_delta
+from tests.support.faults import FaultInjectingStorage, FaultInjector
 
 
 def write(folder, number, rows, markers=None, schema=None):
@@ -206,7 +206,7 @@ def test_cli_replay_and_status(lz, tmp_path, capsys):
     assert "s.t: Replicating, applied through file 1, 1 rows processed" in capsys.readouterr().out
     write(lz / "s.schema" / "t", 2, [{"id": 2}], [0])
     assert main(["status", str(lz), "--target", str(tmp_path / "m")]) == 0
-    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("s.t")][0]
+    line = [s for s in capsys.readouterr().out.splitlines() if s.startswith("s.t")][0]
     assert line.split()[1:4] == ["2", "1", "Replicating,"]
 
 

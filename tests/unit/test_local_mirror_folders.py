@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.landing_zones import declare, parquet, rows
 
 

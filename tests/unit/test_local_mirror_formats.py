@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
+from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
-from dbt.adapters.openmirror.storage import LocalStorage
 from tests.support.delta_reader import schema
 from tests.support.landing_zones import csv_table, declare, parquet, rows, text_file
 

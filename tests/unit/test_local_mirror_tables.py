@@ -13,12 +13,12 @@ from deltalake import DeltaTable, QueryBuilder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
-from dbt.adapters.openmirror.storage import LocalStorage
 from tests.support.delta_reader import protocol, read_delta, schema
-from tests.support.mirror_oracle import replay as oracle_replay
 from tests.support.landing_zones import declare, parquet, rows
+from tests.support.mirror_oracle import replay as oracle_replay
 
 
 def by_table(statuses):
@@ -42,7 +42,7 @@ def test_a_column_the_mirror_cannot_hold_stops_only_its_table(lz, tmp_path, caps
     assert main(["replay", str(lz), "--target", str(tmp_path / "mirror")]) == 1
     output = capsys.readouterr()
     assert "Traceback" not in output.out + output.err
-    line = next(l for l in output.out.splitlines() if l.startswith("dbo.bad"))
+    line = next(s for s in output.out.splitlines() if s.startswith("dbo.bad"))
     assert "Error" in line and f"{1:020d}.parquet" in line and "column odd" in line and problem in line, line
     assert rows(tmp_path / "mirror", "dbo", "good") == [{"id": 1}]
     assert not (tmp_path / "mirror" / "dbo" / "bad").exists()
@@ -186,7 +186,8 @@ def test_column_mapping_on_a_table_with_table_features(lz, mirror, first_columns
                               "writerFeatures": ["columnMapping", "timestampNtz"]}
     assert {r["id"]: r["a b"] for r in read_delta(path)} == {1: first_columns.get("a b", [None])[0], 2: "x"}
     read_back = pa.table(QueryBuilder().register("t", DeltaTable(str(path))).execute("select * from t").read_all())
-    assert sorted(read_back.column("a b").to_pylist(), key=str) == sorted([first_columns.get("a b", [None])[0], "x"], key=str)
+    expected = sorted([first_columns.get("a b", [None])[0], "x"], key=str)
+    assert sorted(read_back.column("a b").to_pylist(), key=str) == expected
 
 
 def test_a_table_written_without_the_mapping_its_names_need_gets_it(lz, mirror):
@@ -196,8 +197,11 @@ def test_a_table_written_without_the_mapping_its_names_need_gets_it(lz, mirror):
 
     declare(lz / "t", ["id"])
     parquet(lz / "t" / "_ProcessedFiles", 1, {"id": [1], "my col": ["a"]}, [0])
-    write_deltalake(str(mirror.target / "dbo" / "t"), pa.table({"id": [1], "my col": ["a"]}), commit_properties=CommitProperties(
-        app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]))
+    write_deltalake(
+        str(mirror.target / "dbo" / "t"),
+        pa.table({"id": [1], "my col": ["a"]}),
+        commit_properties=CommitProperties(app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]),
+    )
     parquet(lz / "t", 2, {"id": [2], "my col": ["b"]}, [0])
     [status] = mirror.replay()
     assert status.status == "Replicating", status.errorMessage
@@ -215,16 +219,24 @@ def test_a_key_the_table_holds_twice_is_updated_once_whatever_the_apply_path(lz,
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([0, 1, 2, 4])), max_size=6),
-                min_size=1, max_size=5), st.randoms(use_true_random=False))
+@given(
+    st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([0, 1, 2, 4])), max_size=6), min_size=1, max_size=5),
+    st.randoms(use_true_random=False),
+)
 def test_random_change_files_replay_like_the_independent_oracle(tmp_path_factory, files, rng: random.Random):
     root = tmp_path_factory.mktemp("random")
     folder = declare(root / "lz" / "t", ["id"])
     for number, changes in enumerate(files, start=1):
         ids = [key for key, _ in changes]
-        parquet(folder, number, {"id": pa.array(ids, pa.int64()),
-                                 "v": pa.array([f"{number}-{rng.random():.3f}" for _ in ids], pa.string())},
-                [marker for _, marker in changes])
+        parquet(
+            folder,
+            number,
+            {
+                "id": pa.array(ids, pa.int64()),
+                "v": pa.array([f"{number}-{rng.random():.3f}" for _ in ids], pa.string()),
+            },
+            [marker for _, marker in changes],
+        )
     expected = sorted(json.dumps(r, sort_keys=True) for r in oracle_replay(folder))
     [status] = LocalMirror(LocalStorage(root / "lz"), root / "mirror").replay()
     assert status.status == "Replicating", status.errorMessage

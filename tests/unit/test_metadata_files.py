@@ -34,19 +34,40 @@ def test_every_documented_field():
     assert parse_table_metadata("{}").metadata == TableMetadata()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"FileFormatTypeProperties": {"FirstRowAsHeader": False}}, "FirstRowAsHeader must be true"),
-    ({"FileFormatTypeProperties": {"FirstRowAsHeader": True, "RowSeparator": ";"}}, "RowSeparator ';' cannot be read"),
-    ({"FileFormatTypeProperties": {"FirstRowAsHeader": True, "ColumnSeparator": "||"}}, "ColumnSeparator must be one character"),
-    ({"FileFormatTypeProperties": {"FirstRowAsHeader": True, "Encoding": "klingon"}}, "'klingon' is not a known encoding"),
-    ({"SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "Int128"}]}}, "DataType of id is 'Int128'"),
-    ({"SchemaDefinition": {"Columns": [{"Name": "v", "DataType": "String"}]}}, "keyColumns ['id'] are not declared"),
-    ({"SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "String"}, {"Name": "ID", "DataType": "String"}]}},
-     "declares ['ID', 'id'] more than once"),
-    ({"SchemaDefinition": None}, "SchemaDefinition.Columns must list the columns"),
-    ({"FileFormat": "Avro"}, "FileFormat is 'Avro'"),
-    ({"keyColumns": ["id", "ID"]}, "keyColumns lists ['ID', 'id'] more than once"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"FileFormatTypeProperties": {"FirstRowAsHeader": False}}, "FirstRowAsHeader must be true"),
+        (
+            {"FileFormatTypeProperties": {"FirstRowAsHeader": True, "RowSeparator": ";"}},
+            "RowSeparator ';' cannot be read",
+        ),
+        (
+            {"FileFormatTypeProperties": {"FirstRowAsHeader": True, "ColumnSeparator": "||"}},
+            "ColumnSeparator must be one character",
+        ),
+        (
+            {"FileFormatTypeProperties": {"FirstRowAsHeader": True, "Encoding": "klingon"}},
+            "'klingon' is not a known encoding",
+        ),
+        ({"SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "Int128"}]}}, "DataType of id is 'Int128'"),
+        (
+            {"SchemaDefinition": {"Columns": [{"Name": "v", "DataType": "String"}]}},
+            "keyColumns ['id'] are not declared",
+        ),
+        (
+            {
+                "SchemaDefinition": {
+                    "Columns": [{"Name": "id", "DataType": "String"}, {"Name": "ID", "DataType": "String"}]
+                }
+            },
+            "declares ['ID', 'id'] more than once",
+        ),
+        ({"SchemaDefinition": None}, "SchemaDefinition.Columns must list the columns"),
+        ({"FileFormat": "Avro"}, "FileFormat is 'Avro'"),
+        ({"keyColumns": ["id", "ID"]}, "keyColumns lists ['ID', 'id'] more than once"),
+    ],
+)
 def test_what_is_wrong_with_a_delimited_text_declaration(change, message):
     parsed = parse_table_metadata(json.dumps(dict(CSV, **change)))
     assert parsed.metadata is None and any(message in e for e in parsed.errors), parsed.errors

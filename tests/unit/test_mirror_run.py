@@ -11,7 +11,7 @@ import pytest
 from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SNAPSHOT_RUN_ID, SNAPSHOT_SEQUENCE_NUMBER
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER
 from tests.support.fake_warehouse import FakeRelation
-from tests.support.mirror_runs import FIRST, THIS, Crash, Project, no_checkpoint
+from tests.support.mirror_runs import FIRST, THIS, Project
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
@@ -92,18 +92,27 @@ def test_a_dry_run_writes_nothing_and_reports_the_change(project: Project) -> No
     assert sorted(project.warehouse.tables) == ["customers", "customers__om_hashes"]
 
 
-def test_a_run_that_stopped_at_the_snapshot_rename_is_rolled_forward_by_the_next(project: Project) -> None:
+class Crash(Exception):
+    """The process stops here."""
+
+
+def test_a_run_that_stopped_at_the_snapshot_rename_is_rolled_forward_by_the_next(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project.run(FIRST)
+    rename = project.warehouse.rename
 
-    def crash(name: str) -> None:
-        raise Crash(name)
+    def rename_then_crash(relation: Any, to: Any) -> None:
+        rename(relation, to)
+        if to.identifier == f"{relation.identifier}__dbt_backup":
+            raise Crash(f"moved {relation} aside")
 
-    project.checkpoint = crash
-    with pytest.raises(Crash, match="rename snapshot analytics.customers__om_new -> analytics.customers"):
+    monkeypatch.setattr(project.warehouse, "rename", rename_then_crash)
+    with pytest.raises(Crash, match="moved analytics.customers aside"):
         project.run([*FIRST, {"id": 4, "name": "d"}])
+    monkeypatch.undo()
     assert "pending" in project.record()  # journaled, renamed, not committed
     assert "customers" not in project.warehouse.tables  # renamed aside, the output not yet in place
-    project.checkpoint = no_checkpoint
     response = project.run([*FIRST, {"id": 4, "name": "d"}])
     assert any("recovering" in w and "Rolling forward" in w for w in project.warned)
     assert response.warnings and response.files == []  # the crashed run published the change

@@ -12,20 +12,41 @@ WS, ITEM = "4f5c9d2e-1b7a-4c3e-9a8d-2f6b1c0e7a91", "0a7e3c1d-9f4b-4d2a-8c6e-5b1f
 @pytest.mark.parametrize(
     "url, expected",
     [
-        (f"https://onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone",
-         DfsLocation("https://onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True)),
-        ("https://onelake.dfs.fabric.microsoft.com/Sales/Orders.MirroredDatabase/Files/LandingZone/",
-         DfsLocation("https://onelake.dfs.fabric.microsoft.com", "Sales", "Orders.MirroredDatabase/Files/LandingZone", True)),
-        (f"https://westeurope-onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone",
-         DfsLocation("https://westeurope-onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True)),
-        (f"abfss://{WS}@onelake.dfs.fabric.microsoft.com/{ITEM}/Files/LandingZone",
-         DfsLocation("https://onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True)),
-        ("https://onelake.dfs.fabric.microsoft.com/My%20Space/Orders.MirroredDatabase/Files/LandingZone",
-         DfsLocation("https://onelake.dfs.fabric.microsoft.com", "My Space", "Orders.MirroredDatabase/Files/LandingZone", True)),
-        ("https://myaccount.dfs.core.windows.net/mirror/landing/zone",
-         DfsLocation("https://myaccount.dfs.core.windows.net", "mirror", "landing/zone", False)),
-        ("https://127.0.0.1:8443/ws/item/Files/LandingZone",
-         DfsLocation("https://127.0.0.1:8443", "ws", "item/Files/LandingZone", False)),
+        (
+            f"https://onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone",
+            DfsLocation("https://onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True),
+        ),
+        (
+            "https://onelake.dfs.fabric.microsoft.com/Sales/Orders.MirroredDatabase/Files/LandingZone/",
+            DfsLocation(
+                "https://onelake.dfs.fabric.microsoft.com", "Sales", "Orders.MirroredDatabase/Files/LandingZone", True
+            ),
+        ),
+        (
+            f"https://westeurope-onelake.dfs.fabric.microsoft.com/{WS}/{ITEM}/Files/LandingZone",
+            DfsLocation("https://westeurope-onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True),
+        ),
+        (
+            f"abfss://{WS}@onelake.dfs.fabric.microsoft.com/{ITEM}/Files/LandingZone",
+            DfsLocation("https://onelake.dfs.fabric.microsoft.com", WS, f"{ITEM}/Files/LandingZone", True),
+        ),
+        (
+            "https://onelake.dfs.fabric.microsoft.com/My%20Space/Orders.MirroredDatabase/Files/LandingZone",
+            DfsLocation(
+                "https://onelake.dfs.fabric.microsoft.com",
+                "My Space",
+                "Orders.MirroredDatabase/Files/LandingZone",
+                True,
+            ),
+        ),
+        (
+            "https://myaccount.dfs.core.windows.net/mirror/landing/zone",
+            DfsLocation("https://myaccount.dfs.core.windows.net", "mirror", "landing/zone", False),
+        ),
+        (
+            "https://127.0.0.1:8443/ws/item/Files/LandingZone",
+            DfsLocation("https://127.0.0.1:8443", "ws", "item/Files/LandingZone", False),
+        ),
     ],
 )
 def test_accepted_forms(url, expected):
@@ -78,8 +99,16 @@ ONELAKE = "onelake.dfs.fabric.microsoft.com"
         (f"https://{ONELAKE}/{WS}/x%5C{ITEM}/Files/LandingZone", f"x%5C{ITEM}", "encodes a path separator"),
         (f"https://{ONELAKE}/{WS}/x%5c{ITEM}/Files/LandingZone", f"x%5c{ITEM}", "encodes a path separator"),
         # ... or inside the workspace, in either form.
-        (f"https://{ONELAKE}/{WS}%2F..%2Fother/{ITEM}/Files/LandingZone", f"{WS}%2F..%2Fother", "encodes a path separator"),
-        (f"abfss://{WS}%2F..%2Fother@{ONELAKE}/{ITEM}/Files/LandingZone", f"{WS}%2F..%2Fother", "encodes a path separator"),
+        (
+            f"https://{ONELAKE}/{WS}%2F..%2Fother/{ITEM}/Files/LandingZone",
+            f"{WS}%2F..%2Fother",
+            "encodes a path separator",
+        ),
+        (
+            f"abfss://{WS}%2F..%2Fother@{ONELAKE}/{ITEM}/Files/LandingZone",
+            f"{WS}%2F..%2Fother",
+            "encodes a path separator",
+        ),
         (f"abfss://{WS}@{ONELAKE}/x%2F{ITEM}/Files/LandingZone", f"x%2F{ITEM}", "encodes a path separator"),
         ("https://a.dfs.core.windows.net/c/lz%2F..%2F..%2Fother", "lz%2F..%2F..%2Fother", "encodes a path separator"),
         (f"https://{ONELAKE}/{WS}/%2E%2E/Files/LandingZone", "%2E%2E", "encodes '.' or '..'"),

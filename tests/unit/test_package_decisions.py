@@ -1,86 +1,307 @@
-"""Package mode makes some of the plugin's decisions in Jinja (macros/package/); they must agree
-with the plugin's Python (hash_diff.py, schema_plan.py), so both modes publish alike. Each test
-drives both from the same cases."""
+"""Package mode makes ten of the plugin's decisions in Jinja (macros/package/); each must agree
+with the plugin's Python, so both modes publish alike. Every test here drives the Jinja macro
+(rendered by dbt's own Jinja, tests/support/package_macros.py) and the Python function from the
+same case table.
 
-from pathlib import Path
+What the Jinja cannot decide the same way: the run plan sees no table folder on the dbt side
+(numbering, owner, a deleted folder, the last run the journal names), so those checks happen at
+`dbt-openmirror publish` (tests/unit/test_package_publish.py); the run-plan cases below are the
+histories where the table folder holds what the snapshot says.
+"""
+
+import json
+import re
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
-import jinja2
 import pytest
 
+from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, SchemaChangeError
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, StagedRun
+from dbt.adapters.openmirror.planning.hash_diff import (
+    HASHES_COLUMNS,
+    HASHES_RUN_ID,
+    ROWS_PER_BUCKET,
+    bucket_count,
+    hashed_columns,
+    hashes_usable,
+    writer_count,
+)
+from dbt.adapters.openmirror.planning.keys import (
+    check_key_types,
+    lookalike_warning,
+    raise_key_problems,
+    resolve_key_columns,
+    string_keys,
+)
+from dbt.adapters.openmirror.planning.run_plan import (
+    INCREMENTAL,
+    SNAPSHOT_RUN_ID,
+    SNAPSHOT_SEQUENCE_NUMBER,
+    Destination,
+    plan_run,
+    snapshot_record,
+)
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.publishing.publisher import TableFolderState
+from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
+from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
-from dbt.adapters.openmirror.errors import SchemaChangeError
-from dbt.adapters.openmirror.planning.hash_diff import ROWS_PER_BUCKET, bucket_count, hashed_columns, writer_count
-from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
+from dbt.adapters.openmirror.run.config import is_set, mirror_config
+from dbt.adapters.openmirror.run.response import describe_change
+from tests.support.package_macros import CompilationError, PackageMacros
 
-PACKAGE_MACROS = Path(__file__).resolve().parents[2] / "macros" / "package"
-
-
-class _Returned(Exception):
-    """dbt's `return()` ends a macro with a value; this stands in for it."""
-
-
-class _Failed(Exception):
-    """`openmirror_fail` (a compilation error in dbt)."""
-
-
-def _return(value):
-    raise _Returned(value)
+LANDING_ZONE, SCHEMA, TABLE = "/lz", "shop", "orders"
+TABLE_FOLDER = f"{SCHEMA}.schema/{TABLE}"
+THIS = SimpleNamespace(schema=SCHEMA, identifier=TABLE)
+SETTINGS = {"landing_zone": LANDING_ZONE, "table_folder": TABLE_FOLDER}
 
 
 @pytest.fixture(scope="module")
 def package():
-    """Calls a package macro as dbt would: the others in reach as `dbt_openmirror.<name>`."""
-    environment = jinja2.Environment(extensions=["jinja2.ext.do"], undefined=jinja2.StrictUndefined)
-    environment.globals["return"] = _return
-    namespace = SimpleNamespace()
-    environment.globals["dbt_openmirror"] = namespace
-    source = "\n".join(p.read_text() for p in sorted(PACKAGE_MACROS.glob("*.sql")))
-    module = environment.from_string(source).module
-
-    def call(name, *args):
-        with pytest.raises(_Returned) as returned:
-            getattr(module, name)(*args)
-        return returned.value.args[0]
-
-    for name in dir(module):
-        if name.startswith("openmirror_"):
-            setattr(namespace, name, lambda *args, _name=name: call(_name, *args))
-
-    def fail(message):
-        raise _Failed(message)
-
-    namespace.openmirror_fail = fail
-    return call
+    return PackageMacros(this=THIS)
 
 
-ROW_COUNTS = [0, 1, ROWS_PER_BUCKET - 1, ROWS_PER_BUCKET, ROWS_PER_BUCKET + 1, 9_000_000, 10_000_000,
-              16_000_000, 16_000_001, 5_000_000_000, 10**13]
+def _jinja(call):
+    """(value, None) or (None, the message of the compilation error) of a macro call."""
+    try:
+        return call(), None
+    except CompilationError as exc:
+        return None, exc.msg
 
 
-@pytest.mark.parametrize("key_types", [["bigint"], ["int", "string"], ["bigint", "string collate UTF8_LCASE"]])
-def test_bucket_count_agrees(package, key_types):
-    for rows in ROW_COUNTS:
-        assert package("openmirror_bucket_count", rows, key_types) == bucket_count(rows, key_types), rows
-
-
-@pytest.mark.parametrize("max_rows_per_file", [0, 100, 2_500_000])
-def test_writer_count_agrees(package, max_rows_per_file):
-    for rows in ROW_COUNTS:
-        assert package("openmirror_writer_count", rows, max_rows_per_file) == writer_count(rows, max_rows_per_file), rows
-
-
-def test_hashed_columns_agree(package):
-    columns = [ColumnSpec("Zeta", "int"), ColumnSpec("id", "bigint"), ColumnSpec("alpha", "string"),
-               ColumnSpec("Line", "int"), ColumnSpec("beta", "array<int>")]
-    keys = ["ID", "line"]
-    assert package("openmirror_hashed_columns", columns, keys) == hashed_columns(SchemaPlan(columns=columns), keys)
+def _python(call, *errors):
+    try:
+        return call(), None
+    except errors as exc:
+        return None, getattr(exc, "msg", str(exc))
 
 
 def _spec(column):
-    return {"name": column.name, "data_type": column.data_type, "is_complex": column.is_complex,
-            "published_type": column.published_type, "published_name": column.published_name}
+    return {
+        "name": column.name,
+        "data_type": column.data_type,
+        "is_complex": column.is_complex,
+        "published_type": column.published_type,
+        "published_name": column.published_name,
+    }
 
+
+# -- 1. config choices (run/config.py; macros/package/settings.sql) ----------------------------
+
+CONFIG_CASES = [
+    {"unique_key": "id"},
+    {"unique_key": ["id", "line"]},
+    {"unique_key": " id "},
+    {"unique_key": None},
+    {"unique_key": []},
+    {"unique_key": ""},
+    {"unique_key": ["id", "ID"]},
+    {"unique_key": ["id", 3]},
+    {"unique_key": ["id", " "]},
+    {"unique_key": {"id": 1}},
+    {"unique_key": "id", "max_rows_per_file": True},
+    {"unique_key": "id", "max_rows_per_file": False},
+    {"unique_key": "id", "max_rows_per_file": 2.5},
+    {"unique_key": "id", "max_rows_per_file": 0.0},
+    {"unique_key": "id", "max_rows_per_file": 0},
+    {"unique_key": "id", "max_rows_per_file": 100},
+    {"unique_key": "id", "max_rows_per_file": -1},
+    {"unique_key": "id", "max_rows_per_file": "100"},
+    {"unique_key": "id", "max_rows_per_file": None},
+    {"unique_key": "id", "parquet_compression": "zstd"},
+    {"unique_key": "id", "parquet_compression": "ZSTD"},
+    {"unique_key": "id", "parquet_compression": ""},
+    {"unique_key": "id", "parquet_compression": "lz4"},
+    {"unique_key": "id", "parquet_compression": ["zstd"]},
+    {"unique_key": "id", "change_markers": "upsert"},
+    {"unique_key": "id", "change_markers": "UPSERT"},
+    {"unique_key": "id", "row_marker_position": "first"},
+    {"unique_key": "id", "row_marker_position": "middle"},
+    {"unique_key": "id", "publish": "after_tests"},
+    {"unique_key": "id", "publish": "later"},
+    {"unique_key": "id", "on_schema_change": "fail"},
+    {"unique_key": "id", "on_schema_change": "sync_all_columns"},
+    {"unique_key": "id", "on_schema_change": "bogus"},
+    {"unique_key": "id", "show_key_values": False},
+    {"unique_key": "id", "show_key_values": "no"},
+    {"unique_key": "id", "show_key_values": 0},
+    {"unique_key": "id", "mirror_schema": ""},
+    {"unique_key": "id", "mirror_schema": "sales"},
+    {"unique_key": "id", "mirror_schema": "_sales"},
+    {"unique_key": "id", "mirror_schema": "a/b"},
+    {"unique_key": "id", "mirror_schema": 5},
+    {"unique_key": "id", "mirror_table": ".."},
+    {"unique_key": "id", "mirror_table": "../../etc"},
+    {"unique_key": "id", "mirror_table": "x.SCHEMA"},
+    {"unique_key": "id", "mirror_table": 2024},
+    {"unique_key": "id", "mirror_table": "a" * 129},
+    {"unique_key": "id", "mirror_table": "order lines"},
+]
+
+
+def _settings(mirror):
+    return {
+        "unique_key": mirror.unique_key,
+        "table_folder": mirror.table_folder,
+        "parquet_compression": mirror.parquet_compression,
+        "change_markers": mirror.change_markers,
+        "row_marker_position": mirror.row_marker_position,
+        "max_rows_per_file": mirror.max_rows_per_file,
+        "show_key_values": mirror.show_key_values,
+        "publish": mirror.publish,
+        "on_schema_change": mirror.on_schema_change,
+    }
+
+
+@pytest.mark.parametrize("config", CONFIG_CASES, ids=repr)
+def test_config_choices_agree(config):
+    python, python_error = _python(lambda: mirror_config("m", SCHEMA, TABLE, config), MirrorConfigError)
+    package = PackageMacros(config=config, variables={"openmirror_landing_zone": LANDING_ZONE}, this=THIS)
+    jinja, jinja_error = _jinja(package.openmirror_package_settings)
+    assert (python_error is None) == (jinja_error is None), (python_error, jinja_error)
+    if python_error is None:
+        assert {name: jinja[name] for name in _settings(python)} == _settings(python)
+    else:  # both name the setting at fault
+        setting = next(name for name in config if name in python_error)
+        assert setting in jinja_error
+
+
+def test_on_schema_change_ignore_is_refused_in_package_mode_only():
+    """'ignore' publishes fewer columns than the snapshot keeps, which package mode's snapshot
+    cannot do: documented, and refused with a message that says so."""
+    config = {"unique_key": "id", "on_schema_change": "ignore"}
+    assert mirror_config("m", SCHEMA, TABLE, config).on_schema_change == "ignore"
+    package = PackageMacros(config=config, variables={"openmirror_landing_zone": LANDING_ZONE}, this=THIS)
+    _, error = _jinja(package.openmirror_package_settings)
+    assert "not offered in package mode" in error
+
+
+VAR_VALUES = [True, False, None, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", 1.0, "on", ""]
+
+
+@pytest.mark.parametrize("value", VAR_VALUES, ids=repr)
+def test_dry_run_var_agrees(value):
+    """`--vars '{openmirror_dry_run: ...}'`: a value the plugin takes for a dry run must not
+    stage for real in package mode."""
+    assert PackageMacros().openmirror_is_set(value) == is_set(value)
+
+
+# -- 2. folder-name rules (rules/landing_zone.py; openmirror_folder_name) ----------------------
+
+FOLDER_NAMES = [
+    "orders",
+    "order lines",
+    "é-table",
+    "a" * 128,
+    "a" * 129,
+    "",
+    ".",
+    "..",
+    "../etc",
+    "a/..",
+    "a\\b",
+    "C:",
+    "x\x00",
+    "x\x1f",
+    "x\x7f",
+    "x\x80",
+    " t",
+    "t ",
+    "\u00a0t",
+    "t.",
+    "_t",
+    ".t",
+    "x.schema",
+    "x.Schema",
+    "x.schema.y",
+    "what?",
+    "a|b",
+    'a"b',
+    "a<b",
+    7,
+    None,
+    ["t"],
+]
+
+
+@pytest.mark.parametrize("name", FOLDER_NAMES, ids=repr)
+def test_folder_name_rules_agree(package, name):
+    _, error = _jinja(lambda: package.openmirror_folder_name("mirror_table", name))
+    assert (folder_name_problem(name) is None) == (error is None), (folder_name_problem(name), error)
+
+
+# -- 3. key resolution (planning/keys.py, schema_plan.check_reserved_names; openmirror_resolve_keys) --
+
+KEY_CASES = [
+    (["id"], [("id", "bigint"), ("name", "string")]),
+    (["ID"], [("id", "bigint")]),
+    (["id"], [("Id", "bigint")]),
+    (["line", "order"], [("order", "int"), ("line", "int")]),
+    (["id", "nope"], [("id", "int")]),
+    (["x", "y"], [("id", "int")]),
+    (["id"], [("id", "int"), ("__ROWMARKER__", "int")]),
+    (["id"], [("id", "int"), ("__openmirror_hash1", "binary")]),
+    (["id"], [("id", "int"), ("__openmirror", "int")]),
+    (["tags"], [("tags", "map<string,int>")]),
+    (["id", "tags"], [("id", "int"), ("tags", " MAP<string,int> ")]),
+    (["score"], [("score", "double")]),
+    (["score", "id"], [("score", " FLOAT "), ("id", "string")]),
+    (["items"], [("items", "array<int>")]),
+    (["s"], [("s", "struct<a:int>")]),
+]
+
+
+def _python_keys(unique_key, specs):
+    names = [spec.name for spec in specs]
+    check_reserved_names("m", names)
+    keys = resolve_key_columns("m", unique_key, names)
+    by_name = {spec.name: spec for spec in specs}
+    return keys, check_key_types("m", [by_name[k] for k in keys])
+
+
+def _jinja_keys(package, unique_key, specs):
+    keys = package.openmirror_resolve_keys(unique_key, [_spec(s) for s in specs])
+    return keys, package.openmirror_check_key_types([_spec(s) for s in specs], keys)
+
+
+@pytest.mark.parametrize("unique_key, columns", KEY_CASES, ids=repr)
+def test_key_resolution_agrees(package, unique_key, columns):
+    specs = [ColumnSpec(name, data_type) for name, data_type in columns]
+    python = _python(lambda: _python_keys(unique_key, specs), KeyColumnsError, SchemaChangeError)
+    assert _jinja(lambda: _jinja_keys(package, unique_key, specs)) == python
+
+
+KEY_PROBLEMS = [("NULL", "id=NULL, line=3", 1), ("DUPLICATE", "id=7, line=3", 2)]
+
+
+@pytest.mark.parametrize("problem", KEY_PROBLEMS)
+@pytest.mark.parametrize("show_values", [True, False])
+def test_key_problems_agree(package, problem, show_values):
+    """The same message, with or without example values (show_key_values)."""
+    _, python = _python(lambda: raise_key_problems("m", ["id", "line"], [problem], show_values), KeyColumnsError)
+    _, jinja = _jinja(lambda: package.openmirror_raise_key_problems(["id", "line"], [problem], show_values))
+    assert jinja == python
+    assert ("id=" in jinja) == show_values
+
+
+@pytest.mark.parametrize("unique_key, columns", KEY_CASES + [(["code"], [("code", " VARCHAR(10) ")])], ids=repr)
+def test_string_keys_agree(package, unique_key, columns):
+    """Which key columns are compared with case and trailing spaces folded (lookalike warnings)."""
+    specs = [ColumnSpec(name, data_type) for name, data_type in columns]
+    keys = [spec for spec in specs if spec.name.lower() in {k.lower() for k in unique_key}]
+    assert package.openmirror_string_keys([_spec(s) for s in specs], [k.name for k in keys]) == string_keys(keys)
+
+
+@pytest.mark.parametrize("show_values", [True, False])
+def test_lookalike_key_warnings_agree(package, show_values):
+    pair = ("code=Abc", "code=abc ")
+    python = lookalike_warning("m", ["code"], pair, show_values)
+    assert package.openmirror_lookalike_warning(["code"], pair, show_values) == python
+    assert ("Abc" in python) == show_values
+
+
+# -- 4. the schema plan (planning/schema_plan.py; openmirror_schema_plan, openmirror_column_specs) --
 
 ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
 SCHEMA_CASES = [
@@ -91,32 +312,413 @@ SCHEMA_CASES = [
     ([ID, NAME, SCORE], [ID, SCORE], "sync_all_columns", None),
     ([ID, SCORE], [ID, ColumnSpec("score", "string")], "sync_all_columns", None),
     ([ID, SCORE], [ID, ColumnSpec("score", "string")], "append_new_columns", None),
+    ([ID, SCORE], [ID, ColumnSpec("score", " INT ")], "fail", None),
     ([ID, NAME], [ID, NAME, SCORE], "fail", None),
+    ([ID, NAME, SCORE], [ID, NAME], "fail", None),
     ([ID, ColumnSpec("Name", "string")], [ID, NAME], "append_new_columns", None),
     ([ID, ColumnSpec("Name", "string")], [ID, NAME], "fail", None),
     ([ID, ColumnSpec("Name", "string")], [ID, NAME], "sync_all_columns", None),
     ([ID, NAME, SCORE], [ID, NAME], "append_new_columns", ["ID", "Name", "SCORE"]),
+    ([ID, NAME], [ID, NAME], "append_new_columns", []),
     ([ID, ColumnSpec("a", "struct<x:int>")], [ID, ColumnSpec("a", "struct<x:int,y:int>")], "fail", None),
+    ([ID, ColumnSpec("a", "array<int>")], [ID, ColumnSpec("a", "string")], "append_new_columns", None),
 ]
 
 
 @pytest.mark.parametrize("previous, current, on_schema_change, published_names", SCHEMA_CASES)
 def test_schema_plan_agrees(package, previous, current, on_schema_change, published_names):
-    try:
-        python = plan_schema("m", previous, current, on_schema_change, published_names)
-    except SchemaChangeError:
-        with pytest.raises(_Failed):
-            package("openmirror_schema_plan", [_spec(c) for c in previous], [_spec(c) for c in current],
-                    on_schema_change, published_names)
+    python, python_error = _python(
+        lambda: plan_schema("m", previous, current, on_schema_change, published_names), SchemaChangeError
+    )
+    jinja, jinja_error = _jinja(
+        lambda: package.openmirror_schema_plan(
+            [_spec(c) for c in previous], [_spec(c) for c in current], on_schema_change, published_names
+        )
+    )
+    assert jinja_error == python_error
+    if python_error is not None:
         return
-    jinja = package("openmirror_schema_plan", [_spec(c) for c in previous], [_spec(c) for c in current],
-                    on_schema_change, published_names)
     assert jinja["columns"] == [_spec(c) for c in python.columns]
     assert jinja["kept"] == [_spec(c) for c in python.kept]
     assert jinja["added"] == [_spec(c) for c in python.added]
     assert [tuple(pair) for pair in jinja["respelled"]] == python.respelled
     assert jinja["rebuild_reason"] == python.rebuild_reason
 
+
+@pytest.mark.parametrize(
+    "data_type",
+    [
+        "int",
+        " INT ",
+        "Decimal(10,2)",
+        "struct<a:int>",
+        " STRUCT<a:int>",
+        "array<string>",
+        "MAP<string,int>",
+        "string collate UTF8_LCASE",
+    ],
+)
+def test_column_specs_agree(package, data_type):
+    column = SimpleNamespace(column="Col", dtype=data_type)
+    assert package.openmirror_column_specs([column]) == [_spec(ColumnSpec("Col", data_type))]
+
+
+# -- 5. the run plan (planning/run_plan.py; openmirror_package_run_plan) -------------------------
+
+
+def _history(run="run-2", keys=("id",), landing_zone=LANDING_ZONE, table_folder=TABLE_FOLDER, published=("id", "name")):
+    """What the snapshot records; None values are not recorded."""
+    return {
+        "run": run,
+        "keys": keys,
+        "landing_zone": landing_zone,
+        "table_folder": table_folder,
+        "published": published,
+    }
+
+
+RUN_PLAN_CASES = [
+    # (history of {{ this }} or None, full_refresh, unique_key, snapshot columns, model columns, on_schema_change)
+    (None, False, ["id"], None, [ID, NAME], "append_new_columns"),
+    (None, True, ["id"], None, [ID, NAME], "append_new_columns"),
+    ({}, False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(), True, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(keys=("name",)), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(keys=("name",)), True, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (
+        _history(keys=("id",), published=("id", "name")),
+        False,
+        ["ID"],
+        [ID, NAME],
+        [ColumnSpec("ID", "int"), NAME],
+        "append_new_columns",
+    ),
+    (_history(keys=("ID",), published=("ID", "name")), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(landing_zone="/other"), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(landing_zone=None), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(table_folder="shop.schema/old"), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(), False, ["id"], [ID, NAME], [ID, NAME, SCORE], "append_new_columns"),
+    (_history(), False, ["id"], [ID, NAME], [ID], "append_new_columns"),
+    (_history(), False, ["id"], [ID, NAME], [ID, ColumnSpec("name", "int")], "sync_all_columns"),
+    (_history(), False, ["id"], [ID, NAME], [ID, ColumnSpec("name", "int")], "append_new_columns"),
+    (_history(), False, ["id"], [ID, NAME], [ID, NAME, SCORE], "fail"),
+    (_history(published=None), False, ["id"], [ID, NAME], [ID, ColumnSpec("Name", "string")], "append_new_columns"),
+    (_history(published="[1, 2]"), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(published="not json"), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    (_history(published='{"id": "id"}'), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+]
+
+
+def _published_text(published):
+    return published if isinstance(published, str) else json.dumps(list(published))
+
+
+def _package_snapshot(history):
+    """{{ this }}'s properties as package mode writes them ({}: a table that records nothing)."""
+    if not history:
+        return history
+    properties = {
+        "openmirror.staged_run_id": history["run"],
+        "openmirror.key_columns": json.dumps(list(history["keys"])),
+        "openmirror.table_folder": history["table_folder"],
+    }
+    if history["landing_zone"] is not None:
+        properties["openmirror.landing_zone"] = history["landing_zone"]
+    if history["published"] is not None:
+        properties["openmirror.published_columns"] = _published_text(history["published"])
+    return properties
+
+
+def _plugin_inputs(history):
+    """(snapshot record, table folder state) of the same history, published by the plugin: the
+    table folder at the destination holds what the snapshot says when it was published there."""
+    if history is None:
+        return None, TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
+    if not history:
+        return snapshot_record({}), TableFolderState(exists=True, key_columns=["id"], last_sequence_number=3)
+    properties = {
+        "openmirror.table_folder": history["table_folder"],
+        SNAPSHOT_SEQUENCE_NUMBER: "3",
+        SNAPSHOT_RUN_ID: history["run"],
+    }
+    if history["landing_zone"] is not None:
+        properties["openmirror.landing_zone"] = history["landing_zone"]
+    if history["published"] is not None:
+        properties["openmirror.published_columns"] = _published_text(history["published"])
+    here = history["table_folder"] == TABLE_FOLDER and history["landing_zone"] in (None, LANDING_ZONE)
+    folder = TableFolderState(
+        exists=here,
+        key_columns=list(history["keys"]) if here else None,
+        last_sequence_number=3 if here else 0,
+        last_run_id=history["run"] if here else None,
+    )
+    return snapshot_record(properties), folder
+
+
+@pytest.mark.parametrize("history, full_refresh, unique_key, previous, current, on_schema_change", RUN_PLAN_CASES)
+def test_run_plan_agrees(package, history, full_refresh, unique_key, previous, current, on_schema_change):
+    model_keys = resolve_key_columns("m", unique_key, [c.name for c in current])
+    snapshot, folder = _plugin_inputs(history)
+    destination = Destination("m", LANDING_ZONE, TABLE_FOLDER, "shop.orders")
+    python, python_error = _python(
+        lambda: plan_run(destination, model_keys, folder, snapshot, full_refresh, previous, current, on_schema_change),
+        KeyColumnsError,
+        SchemaChangeError,
+    )
+    settings = dict(SETTINGS, on_schema_change=on_schema_change)
+    jinja, jinja_error = _jinja(
+        lambda: package.openmirror_package_run_plan(
+            _package_snapshot(history),
+            [_spec(c) for c in previous or []],
+            [_spec(c) for c in current],
+            model_keys,
+            settings,
+            full_refresh,
+        )
+    )
+    assert jinja_error == python_error
+    if python_error is not None:
+        return
+    assert (jinja["load"] == "incremental") == (python.mode == INCREMENTAL)
+    # A full load nobody asked for is warned about, with the same reason where both see it.
+    assert (jinja["reason"] not in ("", "first publish", "--full-refresh")) == python.unexpected
+    assert jinja["key_columns"] == python.key_columns
+    assert jinja["plan"]["columns"] == [_spec(c) for c in python.schema.columns]
+    assert jinja["plan"]["kept"] == [_spec(c) for c in python.schema.kept]
+    assert [tuple(pair) for pair in jinja["plan"]["respelled"]] == python.schema.respelled
+
+
+def test_an_empty_runs_table_is_a_first_publish(package):
+    """`dbt run --empty` leaves `{{ this }}` without a record in both modes: the next run loads in full."""
+    plan = package.openmirror_package_run_plan(
+        {"openmirror.created_by": "empty run"},
+        [_spec(ID)],
+        [_spec(ID)],
+        ["id"],
+        SETTINGS,
+        False,
+    )
+    assert (plan["load"], plan["reason"]) == ("full", "first publish")
+    assert snapshot_record({"openmirror.created_by": "empty run"}) is None
+
+
+# -- 6. whether key hashes can be trusted (hash_diff.hashes_usable; openmirror_hashes_usable) ----
+
+SIGNATURE = "name string|score int"
+HASH_CASES = [
+    (None, "run-2", SIGNATURE),
+    ({HASHES_RUN_ID: "run-2", HASHES_COLUMNS: SIGNATURE}, "run-2", SIGNATURE),
+    ({HASHES_RUN_ID: "run-1", HASHES_COLUMNS: SIGNATURE}, "run-2", SIGNATURE),
+    ({HASHES_RUN_ID: "run-2", HASHES_COLUMNS: "name string"}, "run-2", SIGNATURE),
+    ({HASHES_RUN_ID: "run-2", HASHES_COLUMNS: SIGNATURE}, None, SIGNATURE),
+    ({HASHES_RUN_ID: "", HASHES_COLUMNS: SIGNATURE}, "", SIGNATURE),
+    ({}, "run-2", SIGNATURE),
+    ({HASHES_COLUMNS: SIGNATURE}, "run-2", SIGNATURE),
+    ({HASHES_RUN_ID: "RUN-2", HASHES_COLUMNS: SIGNATURE}, "run-2", SIGNATURE),
+]
+
+
+@pytest.mark.parametrize("properties, snapshot_run, signature", HASH_CASES, ids=repr)
+def test_hashes_trust_agrees(package, properties, snapshot_run, signature):
+    assert package.openmirror_hashes_usable(properties, snapshot_run, signature) == hashes_usable(
+        properties, snapshot_run, signature
+    )
+
+
+ROW_COUNTS = [
+    0,
+    1,
+    ROWS_PER_BUCKET - 1,
+    ROWS_PER_BUCKET,
+    ROWS_PER_BUCKET + 1,
+    9_000_000,
+    10_000_000,
+    16_000_000,
+    16_000_001,
+    5_000_000_000,
+    10**13,
+]
+
+
+@pytest.mark.parametrize("key_types", [["bigint"], ["int", "string"], ["bigint", "string collate UTF8_LCASE"]])
+def test_bucket_count_agrees(package, key_types):
+    for rows in ROW_COUNTS:
+        assert package.openmirror_bucket_count(rows, key_types) == bucket_count(rows, key_types), rows
+
+
+@pytest.mark.parametrize("max_rows_per_file", [0, 1, 100, 2_500_000])
+def test_writer_count_agrees(package, max_rows_per_file):
+    for rows in ROW_COUNTS:
+        assert package.openmirror_writer_count(rows, max_rows_per_file) == writer_count(rows, max_rows_per_file), rows
+
+
+def test_hashed_columns_agree(package):
+    columns = [
+        ColumnSpec("Zeta", "int"),
+        ColumnSpec("id", "bigint"),
+        ColumnSpec("alpha", "string"),
+        ColumnSpec("Line", "int"),
+        ColumnSpec("beta", "array<int>"),
+    ]
+    keys = ["ID", "line"]
+    hashed = package.openmirror_hashed_columns([_spec(c) for c in columns], keys)
+    assert hashed == [_spec(c) for c in hashed_columns(SchemaPlan(columns=columns), keys)]
+
+
+# -- 7. the manifest schema (package/publish.py MANIFEST_SCHEMA; macros/package/manifest.sql) ---
+
+
+def test_manifest_table_has_the_publishers_columns(package):
+    ddl = package.openmirror_manifest_ddl("s.openmirror_manifest", LANDING_ZONE)
+    columns = re.search(r"\((.*?)\)\s*using parquet", ddl).group(1)
+    spark = {"string": "string", "int64": "bigint", "timestamp[us, tz=UTC]": "timestamp"}
+    assert [c.strip() for c in columns.split(",")] == [f"{f.name} {spark[str(f.type)]}" for f in MANIFEST_SCHEMA]
+    assert f"location '{LANDING_ZONE}/{MANIFEST_FOLDER}'" in ddl
+
+
+def _sql_value(text):
+    """A value of `select <values>` as Spark reads it: string literals, casts of numbers or NULL."""
+    if text.startswith("'"):
+        return re.sub(r"\\(.)", r"\1", text[1:-1])
+    if text == "current_timestamp()":
+        return datetime.now(timezone.utc)
+    number = re.fullmatch(r"cast\((-?\d+|null) as \w+\)", text).group(1)
+    return None if number == "null" else int(number)
+
+
+MANIFEST_RUNS = [
+    {
+        "run_id": "inv-1-abc",
+        "model": "orders",
+        "table_folder": TABLE_FOLDER,
+        "key_columns": '["id"]',
+        "base_run_id": None,
+        "load": "full",
+        "reason": "first publish",
+        "staged_sequence": 1,
+        "staged_folder": scratch_path("inv-1-abc"),
+        "rows": 3,
+        "marker_counts": '{"0": 3}',
+    },
+    {
+        "run_id": "inv-2-abc",
+        "model": "orders",
+        "table_folder": "orders",
+        "key_columns": '["id", "line"]',
+        "base_run_id": "inv-1-abc",
+        "load": "incremental",
+        "reason": "",
+        "staged_sequence": 2,
+        "staged_folder": scratch_path("inv-2-abc"),
+        "rows": 0,
+        "marker_counts": "{}",
+    },
+    {
+        "run_id": "inv-3-abc",
+        "model": "it's",
+        "table_folder": TABLE_FOLDER,
+        "key_columns": '["a\\\\b"]',
+        "base_run_id": None,
+        "load": "full",
+        "reason": "the snapshot was published to 'x\\y'",
+        "staged_sequence": 7,
+        "staged_folder": scratch_path("inv-3-abc"),
+        "rows": 5,
+        "marker_counts": '{"1": 2, "2": 3}',
+    },
+]
+
+
+@pytest.mark.parametrize("run", MANIFEST_RUNS, ids=lambda run: run["run_id"])
+@pytest.mark.parametrize("state", ["staging", "held", "staged", "discarded"])
+def test_manifest_rows_package_mode_writes_are_read_back(package, run, state):
+    values = package.openmirror_manifest_values(run, state)
+    row = dict(zip(MANIFEST_SCHEMA.names, map(_sql_value, values), strict=True))
+    staged = StagedRun.from_row(row)
+    assert staged.to_row(state) | {"recorded_at": None} == dict(
+        run,
+        key_columns=json.dumps(json.loads(run["key_columns"])),
+        marker_counts=json.dumps(json.loads(run["marker_counts"])),
+        state=state,
+        recorded_at=None,
+    )
+
+
+# -- 8. staging paths (landing_zone.scratch_path; openmirror_staged_folder) ----------------------
+
+RUN_IDS = [
+    "0b7f6f3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b-1a2b3c4d",
+    "run-1",
+    "",
+    "..",
+    "../x",
+    "a/b",
+    "a b",
+    "run_1",
+    "é",
+    "x\n",
+    5,
+    None,
+]
+
+
+@pytest.mark.parametrize("run_id", RUN_IDS, ids=repr)
+def test_staged_folder_agrees(package, run_id):
+    python, python_error = _python(lambda: scratch_path(run_id), ValueError, TypeError)
+    jinja, jinja_error = _jinja(lambda: package.openmirror_staged_folder(run_id))
+    assert (jinja, jinja_error is None) == (python, python_error is None)
+
+
+def test_package_run_ids_are_run_ids():
+    package = PackageMacros(invocation_id="0b7f6f3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
+    run_id = package.openmirror_package_run_id("model.shop.orders")
+    assert package.openmirror_staged_folder(run_id) == scratch_path(run_id)
+
+
+# -- 9. snapshot property keys (run_plan.py SNAPSHOT_*; openmirror_snapshot_properties) ---------
+
+
+@pytest.mark.parametrize("held_manifest", [None, "s.openmirror_manifest"])
+def test_snapshot_properties_read_back_alike(package, held_manifest):
+    """What package mode records on `{{ this }}` is read by the plugin's rules the same way (the
+    keys both modes share), and by package mode's."""
+    plan = {"columns": [_spec(ColumnSpec("id", "int", "ID")), _spec(NAME)], "kept": [_spec(SCORE)]}
+    written = package.openmirror_snapshot_properties("run-2", SETTINGS, ["ID"], plan, held_manifest)
+    record = snapshot_record(dict(written, **{SNAPSHOT_SEQUENCE_NUMBER: "3"}))
+    assert (record.landing_zone, record.table_folder, record.held) == (LANDING_ZONE, TABLE_FOLDER, bool(held_manifest))
+    assert record.published_columns == package.openmirror_published_names(written) == ["ID", "name", "score"]
+    keys = package.openmirror_constants()["properties"]
+    assert written[keys["staged_run_id"]] == "run-2" and json.loads(written[keys["key_columns"]]) == ["ID"]
+    assert set(written) <= set(keys.values())
+
+
+# -- 10. marker values (rules/markers.py; macros/sql/parts.sql, the dry run's counts) -------------
+
+
+@pytest.mark.parametrize(
+    "change_markers, new, changed", [("insert_update_delete", INSERT, UPDATE), ("upsert", UPSERT, UPSERT)]
+)
+def test_markers_agree(package, change_markers, new, changed):
+    assert int(package.openmirror_new_marker(change_markers)) == new
+    assert int(package.openmirror_changed_marker(change_markers)) == changed
+    assert int(package.openmirror_delete_marker()) == DELETE
+    assert package.openmirror_constants()["markers"] == {
+        "insert": INSERT,
+        "update": UPDATE,
+        "delete": DELETE,
+        "upsert": UPSERT,
+    }
+
+
+@pytest.mark.parametrize("rows", [[], [(0, 2)], [(0, 1), (1, 1), (2, 1)], [("4", "3"), ("2", "1")], [(1, 5)]])
+def test_change_counts_agree(package, rows):
+    """A dry run's `+inserts ~updates -deletes ^upserts`, from the rows per marker Spark counted."""
+    counts = {int(marker): int(n) for marker, n in rows}
+    assert package.openmirror_change_counts(rows) == describe_change(counts, ["f"], "t").split(" -> ")[0]
+
+
+# -- write-audit-publish's verdict (run/audit.py; openmirror_audit_verdict) ---------------------
 
 AUDIT_MODEL = "model.shop.orders"
 AUDIT_NODES = {
@@ -127,19 +729,25 @@ AUDIT_NODES = {
 }
 
 
-@pytest.mark.parametrize("statuses", [
-    {"unique_orders_id": "pass", "relationships_orders": "pass"},
-    {"unique_orders_id": "pass", "relationships_orders": "warn"},
-    {"unique_orders_id": "fail", "relationships_orders": "error"},
-    {"unique_orders_id": "skipped", "relationships_orders": "pass"},
-    {"unique_orders_id": "pass"},
-    {},
-])
+@pytest.mark.parametrize(
+    "statuses",
+    [
+        {"unique_orders_id": "pass", "relationships_orders": "pass"},
+        {"unique_orders_id": "pass", "relationships_orders": "warn"},
+        {"unique_orders_id": "fail", "relationships_orders": "error"},
+        {"unique_orders_id": "skipped", "relationships_orders": "pass"},
+        {"unique_orders_id": "pass"},
+        {},
+    ],
+)
 @pytest.mark.parametrize("model", [AUDIT_MODEL, "model.shop.untested"])
 def test_audit_verdict_agrees(package, model, statuses):
-    results = [SimpleNamespace(node=SimpleNamespace(unique_id=f"test.shop.{name}"), status=status)
-               for name, status in statuses.items()]
+    results = [
+        SimpleNamespace(node=SimpleNamespace(unique_id=f"test.shop.{name}"), status=status)
+        for name, status in statuses.items()
+    ]
     python = verdict(model, AUDIT_NODES, results)
-    assert package("openmirror_audit_verdict", model, AUDIT_NODES, results) == {
-        "publish": python.publish, "reason": python.reason,
+    assert package.openmirror_audit_verdict(model, AUDIT_NODES, results) == {
+        "publish": python.publish,
+        "reason": python.reason,
     }

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
 from tests.support.mirror import tree_digest
 from tests.support.mirror_oracle import replay
 from tests.support.package_staging import FOLDER, record, stage_run, write_manifest_rows
@@ -141,7 +141,9 @@ def _untouched(landing_zone, before, *kept):
     return all(after.get(path) == before[path] for path in kept)
 
 
-@pytest.mark.parametrize("recorded_folder", ["", ".", "sales.schema", "_scratchPad", "_scratchPad/dbt-openmirror/run-a"])
+@pytest.mark.parametrize(
+    "recorded_folder", ["", ".", "sales.schema", "_scratchPad", "_scratchPad/dbt-openmirror/run-a"]
+)
 def test_a_discarded_row_deletes_nothing_but_its_own_staged_folder(tmp_path, recorded_folder):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
     (tmp_path / "sales.schema" / "customers").mkdir(parents=True)
@@ -166,8 +168,15 @@ def test_a_staged_row_cannot_publish_another_runs_files(tmp_path):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
     # Sorted first, and pointing at run-a's staged folder: it would move run-a's file into its
     # own table folder, then delete run-a's folder.
-    stage_run(tmp_path, "run-x", 1, SECOND, load="full", table_folder="dbo.schema/third",
-              recorded_folder="_scratchPad/dbt-openmirror/run-a")
+    stage_run(
+        tmp_path,
+        "run-x",
+        1,
+        SECOND,
+        load="full",
+        table_folder="dbo.schema/third",
+        recorded_folder="_scratchPad/dbt-openmirror/run-a",
+    )
     with pytest.raises(PublishError) as failure:
         _publish(tmp_path)
     assert "run-x" in failure.value.msg and "_scratchPad/dbt-openmirror/run-a" in failure.value.msg
@@ -177,10 +186,19 @@ def test_a_staged_row_cannot_publish_another_runs_files(tmp_path):
 
 def _row(run_id, **changes):
     row = {
-        "run_id": run_id, "model": "orders", "table_folder": "other", "key_columns": '["id"]',
-        "base_run_id": None, "load": "full", "reason": "", "staged_sequence": 1,
-        "staged_folder": f"_scratchPad/dbt-openmirror/{run_id}", "rows": 2, "marker_counts": '{"0": 2}',
-        "state": "staged", "recorded_at": datetime.now(timezone.utc),
+        "run_id": run_id,
+        "model": "orders",
+        "table_folder": "other",
+        "key_columns": '["id"]',
+        "base_run_id": None,
+        "load": "full",
+        "reason": "",
+        "staged_sequence": 1,
+        "staged_folder": f"_scratchPad/dbt-openmirror/{run_id}",
+        "rows": 2,
+        "marker_counts": '{"0": 2}',
+        "state": "staged",
+        "recorded_at": datetime.now(timezone.utc),
     }
     return {**row, **changes}
 
@@ -268,7 +286,9 @@ def test_a_full_load_waits_until_the_service_no_longer_lists_the_table(tmp_path)
     landing_zone.mkdir(parents=True)
     (tmp_path / "Files" / "Monitoring").mkdir()
     tables = tmp_path / "Files" / "Monitoring" / "tables.json"
-    tables.write_text('{"tables": [{"sourceSchemaName": "sales", "sourceTableName": "orders", "status": "Replicating"}]}')
+    tables.write_text(
+        '{"tables": [{"sourceSchemaName": "sales", "sourceTableName": "orders", "status": "Replicating"}]}'
+    )
     stage_run(landing_zone, "run-a", 1, FIRST, load="full")
     publisher = PackagePublisher(LocalStorage(landing_zone), rebuild_wait_seconds=0, log=lambda line: None)
     with pytest.raises(PublishError, match="still lists table sales.orders"):

@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
-from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
+from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "s.schema/t"
@@ -181,7 +181,10 @@ def test_paths_cannot_leave_the_landing_zone(storage):
         storage.read_text("../outside.txt")
 
 
-@pytest.mark.parametrize("path", ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."])
+@pytest.mark.parametrize(
+    "path",
+    ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."],
+)
 def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(storage, path):
     from tests.support.mirror import tree_digest
 
@@ -293,6 +296,7 @@ def test_another_writers_file_under_a_pending_number_is_refused(storage, same_si
 
 
 # -- a writer that lost its lease cannot damage the table ------------------------------------
+
 
 def expire_leases(storage, seconds=61):
     """The storage's time moves past the leases' time to live (the holder stalled)."""
@@ -418,8 +422,9 @@ def test_abandoning_after_renames_records_the_numbers_it_published(storage):
 
 
 def test_the_first_publish_identifies_the_publisher_once(storage):
-    from dbt.adapters.openmirror.__version__ import version
     from dbt.version import __version__ as dbt_version
+
+    from dbt.adapters.openmirror.__version__ import version
 
     stage(storage, 1)
     publish(storage, 1)
@@ -427,7 +432,8 @@ def test_the_first_publish_identifies_the_publisher_once(storage):
     assert events == {
         "partnerName": "dbt-openmirror",
         "sourceInfo": {
-            "sourceType": "dbt", "sourceVersion": dbt_version,
+            "sourceType": "dbt",
+            "sourceVersion": dbt_version,
             "additionalInformation": {"publisher": "dbt-openmirror", "publisherVersion": version},
         },
     }

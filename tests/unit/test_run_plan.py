@@ -1,7 +1,6 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
-from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     INITIAL,
@@ -13,6 +12,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     snapshot_record,
 )
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 
 FOLDER = "s.schema/t"
 LANDING_ZONE = "/data/lz"

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.storage import LocalStorage
+from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.validate import ERROR, WARNING, validate
 from tests.support.landing_zones import csv_table, text_file
 
@@ -44,36 +44,138 @@ def test_a_good_landing_zone_has_no_findings(tmp_path, table):
 @pytest.mark.parametrize(
     "break_it, severity, where, message",
     [
-        (lambda t: write(t, 3, {"id": [3], "v": ["c"], "__rowMarker__": markers(0)}),
-         ERROR, "s.schema/t", "00000000000000000002.parquet is missing"),
+        (
+            lambda t: write(t, 3, {"id": [3], "v": ["c"], "__rowMarker__": markers(0)}),
+            ERROR,
+            "s.schema/t",
+            "00000000000000000002.parquet is missing",
+        ),
         (lambda t: (t / f"{2:020d}.parquet").write_bytes(b""), ERROR, f"{2:020d}.parquet", "zero-byte"),
-        (lambda t: (t / f"{2:020d}.parquet").write_bytes(b"not parquet"), ERROR, f"{2:020d}.parquet", "not readable Parquet"),
+        (
+            lambda t: (t / f"{2:020d}.parquet").write_bytes(b"not parquet"),
+            ERROR,
+            f"{2:020d}.parquet",
+            "not readable Parquet",
+        ),
         (lambda t: write(t, "2.parquet", {"id": [3]}), ERROR, "2.parquet", "not 20 digits"),
-        (lambda t: (t / "_metadata.json").write_text("{keyColumns: ['id']}"), ERROR, "_metadata.json", "not valid JSON"),
-        (lambda t: (t / "_metadata.json").write_text('{"keyColumns": "id"}'), ERROR, "_metadata.json", "must be a list"),
-        (lambda t: (t / "_metadata.json").write_text('{"keyColumns": ["id"], "fileDetectionStrategy": "x"}'),
-         ERROR, "_metadata.json", "fileDetectionStrategy is 'x'; expected one of SequentialFileName"),
-        (lambda t: write(t, 2, {"id": [3], "__rowMarker__": markers(3)}), ERROR, f"{2:020d}.parquet row 0", "is 3, not 0, 1, 2 or 4"),
-        (lambda t: write(t, 2, {"id": [3, None], "__rowMarker__": markers(0, 0)}), ERROR, f"{2:020d}.parquet row 1", "key column id is NULL"),
-        (lambda t: write(t, 2, {"v": ["x"], "__rowMarker__": markers(0)}), ERROR, f"{2:020d}.parquet", "key columns ['id'] are absent"),
-        (lambda t: write(t, 2, {"id": [3], "__rowMarker__": pa.array(["0"])}), ERROR, f"{2:020d}.parquet", "not an integer"),
-        (lambda t: write(t, 2, {"id": [3], "v": [5], "__rowMarker__": markers(0)}), ERROR, f"{2:020d}.parquet", "column v changed type (v: string -> long)"),
-        (lambda t: write(t, 2, {"id": [3], "at": pa.array([1], pa.timestamp("ns")), "__rowMarker__": markers(0)}),
-         ERROR, f"{2:020d}.parquet", "nanoseconds"),
-        (lambda t: write(t, 2, {"id": [3], "at": pa.array([1], pa.timestamp("us")), "__rowMarker__": markers(0)},
-                         use_deprecated_int96_timestamps=True), ERROR, f"{2:020d}.parquet", "INT96"),
-        (lambda t: write(t, 2, {"id": [3], "tags": [["a"]], "__rowMarker__": markers(0)}), ERROR, f"{2:020d}.parquet", "JSON strings"),
-        (lambda t: write(t, 2, {"id": [3], "__rowMarker__": markers(0)}, compression="lz4"), ERROR, f"{2:020d}.parquet", "LZ4"),
-        (lambda t: write(t, 2, {"id": [3], "v": pa.array([None], pa.string()), "__rowMarker__": markers(1)}),
-         WARNING, f"{2:020d}.parquet row 0", "full row"),
+        (
+            lambda t: (t / "_metadata.json").write_text("{keyColumns: ['id']}"),
+            ERROR,
+            "_metadata.json",
+            "not valid JSON",
+        ),
+        (
+            lambda t: (t / "_metadata.json").write_text('{"keyColumns": "id"}'),
+            ERROR,
+            "_metadata.json",
+            "must be a list",
+        ),
+        (
+            lambda t: (t / "_metadata.json").write_text('{"keyColumns": ["id"], "fileDetectionStrategy": "x"}'),
+            ERROR,
+            "_metadata.json",
+            "fileDetectionStrategy is 'x'; expected one of SequentialFileName",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "__rowMarker__": markers(3)}),
+            ERROR,
+            f"{2:020d}.parquet row 0",
+            "is 3, not 0, 1, 2 or 4",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3, None], "__rowMarker__": markers(0, 0)}),
+            ERROR,
+            f"{2:020d}.parquet row 1",
+            "key column id is NULL",
+        ),
+        (
+            lambda t: write(t, 2, {"v": ["x"], "__rowMarker__": markers(0)}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "key columns ['id'] are absent",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "__rowMarker__": pa.array(["0"])}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "not an integer",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "v": [5], "__rowMarker__": markers(0)}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "column v changed type (v: string -> long)",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "at": pa.array([1], pa.timestamp("ns")), "__rowMarker__": markers(0)}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "nanoseconds",
+        ),
+        (
+            lambda t: write(
+                t,
+                2,
+                {"id": [3], "at": pa.array([1], pa.timestamp("us")), "__rowMarker__": markers(0)},
+                use_deprecated_int96_timestamps=True,
+            ),
+            ERROR,
+            f"{2:020d}.parquet",
+            "INT96",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "tags": [["a"]], "__rowMarker__": markers(0)}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "JSON strings",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "__rowMarker__": markers(0)}, compression="lz4"),
+            ERROR,
+            f"{2:020d}.parquet",
+            "LZ4",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "v": pa.array([None], pa.string()), "__rowMarker__": markers(1)}),
+            WARNING,
+            f"{2:020d}.parquet row 0",
+            "full row",
+        ),
         (lambda t: write(t, 2, {"id": [3], "v": ["c"]}), WARNING, f"{2:020d}.parquet", "every row is an INSERT"),
-        (lambda t: write(t, 2, {"__rowMarker__": markers(0), "id": [3], "v": ["c"]}), WARNING, f"{2:020d}.parquet", "not the last column"),
-        (lambda t: write(t, 2, {"id": [3], "v": ["c"], "__rowMarker__": markers(0, type_=pa.int64())}), WARNING, f"{2:020d}.parquet", "int32"),
+        (
+            lambda t: write(t, 2, {"__rowMarker__": markers(0), "id": [3], "v": ["c"]}),
+            WARNING,
+            f"{2:020d}.parquet",
+            "not the last column",
+        ),
+        (
+            lambda t: write(t, 2, {"id": [3], "v": ["c"], "__rowMarker__": markers(0, type_=pa.int64())}),
+            WARNING,
+            f"{2:020d}.parquet",
+            "int32",
+        ),
         (lambda t: (t / "_metadata.json").unlink(), WARNING, "s.schema/t", "insert-only"),
-        (lambda t: (t / "_dbt_openmirror.json").write_text('{"keyColumns": ["v"]}'), ERROR, "_metadata.json", "can never change"),
-        (lambda t: write(t.parent.parent / "_scratchPad" / "run", "part-0.parquet", {"id": [1]}), WARNING, "_scratchPad/run/part-0.parquet", "left behind"),
-        (lambda t: write(t.parent / "_hidden", 1, {"id": [1]}) or write(t.parent.parent / "bad.schema.schema" / "x", 1, {"id": [1]}),
-         ERROR, "bad.schema.schema", "schema folder name"),
+        (
+            lambda t: (t / "_dbt_openmirror.json").write_text('{"keyColumns": ["v"]}'),
+            ERROR,
+            "_metadata.json",
+            "can never change",
+        ),
+        (
+            lambda t: write(t.parent.parent / "_scratchPad" / "run", "part-0.parquet", {"id": [1]}),
+            WARNING,
+            "_scratchPad/run/part-0.parquet",
+            "left behind",
+        ),
+        (
+            lambda t: (
+                write(t.parent / "_hidden", 1, {"id": [1]})
+                or write(t.parent.parent / "bad.schema.schema" / "x", 1, {"id": [1]})
+            ),
+            ERROR,
+            "bad.schema.schema",
+            "schema folder name",
+        ),
     ],
 )
 def test_each_defect_is_found_and_located(tmp_path, table, break_it, severity, where, message):
@@ -105,7 +207,9 @@ def test_marker_free_full_loads_are_not_warned_about(tmp_path):
 def test_a_valid_last_update_time_table_has_no_findings(tmp_path):
     folder = tmp_path / "t"
     folder.mkdir()
-    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["id"], "fileDetectionStrategy": "LastUpdateTimeFileDetection"}))
+    (folder / "_metadata.json").write_text(
+        json.dumps({"keyColumns": ["id"], "fileDetectionStrategy": "LastUpdateTimeFileDetection"})
+    )
     for age, name in enumerate(["9f1c.parquet", "1a2b.parquet", "batch-7.parquet"], start=1):
         write(folder, name, {"id": [age], "__rowMarker__": markers(0)})
         os.utime(folder / name, (1000 + age, 1000 + age))
@@ -113,12 +217,22 @@ def test_a_valid_last_update_time_table_has_no_findings(tmp_path):
 
 
 def test_a_valid_delimited_text_table_has_no_findings(tmp_path):
-    csv_table(tmp_path / "t", ["id"], [{"Name": "id", "DataType": "Int64", "IsNullable": False},
-                                      {"Name": "name", "DataType": "String"}], NullValue="NULL")
+    csv_table(
+        tmp_path / "t",
+        ["id"],
+        [{"Name": "id", "DataType": "Int64", "IsNullable": False}, {"Name": "name", "DataType": "String"}],
+        NullValue="NULL",
+    )
     text_file(tmp_path / "t", f"{1:020d}.csv", 'id,name,__rowMarker__\n1,"a, b",0\n2,NULL,0\n')
     text_file(tmp_path / "t", f"{2:020d}.csv", "name,id,__rowMarker__\nx,1,4\n,2,2\n")
-    (tmp_path / "_partnerEvents.json").write_text(json.dumps(
-        {"partnerName": "someone", "sourceInfo": {"sourceType": "x", "sourceVersion": "1", "additionalInformation": {}}}))
+    (tmp_path / "_partnerEvents.json").write_text(
+        json.dumps(
+            {
+                "partnerName": "someone",
+                "sourceInfo": {"sourceType": "x", "sourceVersion": "1", "additionalInformation": {}},
+            }
+        )
+    )
     assert findings(tmp_path) == []
 
 
@@ -137,28 +251,86 @@ REQUIRED = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", 
 @pytest.mark.parametrize(
     "metadata, files, severity, where, message",
     [
-        ({"keyColumns": ["id"]}, [(2, {"id": [1]})], ERROR, "s.schema/t", f"{1:020d}.parquet is missing: numbering starts at 1"),
-        ({"keyColumns": ["id"]}, [(1, {"id": [1], "Name": ["a"], "name": ["b"]})], ERROR, f"{1:020d}.parquet",
-         "columns Name and name differ only in case"),
-        ({"keyColumns": ["id"]}, [(1, {"id": [1], "Name": ["a"]}), (2, {"id": [2], "name": ["b"]})], ERROR,
-         f"{2:020d}.parquet", "column Name is spelled name here"),
-        ({"keyColumns": ["id"]}, [(1, pa.table({"id": [1], "v": ["a"]}, schema=REQUIRED)), (2, {"id": [2]})], ERROR,
-         f"{2:020d}.parquet", "column v is not nullable and is omitted"),
-        ({"keyColumns": ["id"]}, [(1, {"id": [1], "n": pa.array([1], pa.uint32())})], ERROR, f"{1:020d}.parquet",
-         "column n: unsigned integer"),
-        ({"keyColumns": ["id"]}, [(1, {"id": [1], "n": pa.array([1], pa.decimal256(50, 2))})], ERROR,
-         f"{1:020d}.parquet", "column n: decimal(50,2) is outside Delta's decimals"),
-        ({"keyColumns": ["id"]}, [(1, {"id": [1], "n": pa.array([1], pa.time32("s"))})], ERROR, f"{1:020d}.parquet",
-         "column n: time of day"),
-        ({"keyColumns": ["id"], "isUpsertDefaultRowMarker": "yes"}, [], ERROR, "_metadata.json",
-         "isUpsertDefaultRowMarker must be true or false"),
+        (
+            {"keyColumns": ["id"]},
+            [(2, {"id": [1]})],
+            ERROR,
+            "s.schema/t",
+            f"{1:020d}.parquet is missing: numbering starts at 1",
+        ),
+        (
+            {"keyColumns": ["id"]},
+            [(1, {"id": [1], "Name": ["a"], "name": ["b"]})],
+            ERROR,
+            f"{1:020d}.parquet",
+            "columns Name and name differ only in case",
+        ),
+        (
+            {"keyColumns": ["id"]},
+            [(1, {"id": [1], "Name": ["a"]}), (2, {"id": [2], "name": ["b"]})],
+            ERROR,
+            f"{2:020d}.parquet",
+            "column Name is spelled name here",
+        ),
+        (
+            {"keyColumns": ["id"]},
+            [(1, pa.table({"id": [1], "v": ["a"]}, schema=REQUIRED)), (2, {"id": [2]})],
+            ERROR,
+            f"{2:020d}.parquet",
+            "column v is not nullable and is omitted",
+        ),
+        (
+            {"keyColumns": ["id"]},
+            [(1, {"id": [1], "n": pa.array([1], pa.uint32())})],
+            ERROR,
+            f"{1:020d}.parquet",
+            "column n: unsigned integer",
+        ),
+        (
+            {"keyColumns": ["id"]},
+            [(1, {"id": [1], "n": pa.array([1], pa.decimal256(50, 2))})],
+            ERROR,
+            f"{1:020d}.parquet",
+            "column n: decimal(50,2) is outside Delta's decimals",
+        ),
+        (
+            {"keyColumns": ["id"]},
+            [(1, {"id": [1], "n": pa.array([1], pa.time32("s"))})],
+            ERROR,
+            f"{1:020d}.parquet",
+            "column n: time of day",
+        ),
+        (
+            {"keyColumns": ["id"], "isUpsertDefaultRowMarker": "yes"},
+            [],
+            ERROR,
+            "_metadata.json",
+            "isUpsertDefaultRowMarker must be true or false",
+        ),
         ({"KeyColumns": ["id"]}, [], WARNING, "_metadata.json", "'KeyColumns' is spelled 'keyColumns'"),
-        ({"keyColumns": ["id"], "keyColumn": ["id"]}, [], WARNING, "_metadata.json", "unknown field 'keyColumn' is ignored"),
+        (
+            {"keyColumns": ["id"], "keyColumn": ["id"]},
+            [],
+            WARNING,
+            "_metadata.json",
+            "unknown field 'keyColumn' is ignored",
+        ),
         ({"keyColumns": ["id"], "KeyColumns": ["id"]}, [], ERROR, "_metadata.json", "'keyColumns' is given 2 times"),
         ('{"keyColumns": ["id"], "keyColumns": ["v"]}', [], ERROR, "_metadata.json", "appears more than once"),
-        ({}, [(1, {"id": [1], "__rowMarker__": markers(2)})], ERROR, f"{1:020d}.parquet row 0",
-         "in a table without keyColumns"),
-        ({"keyColumns": ["id"], "FileFormat": "DelimitedText"}, [], ERROR, "_metadata.json", "FileExtension is required"),
+        (
+            {},
+            [(1, {"id": [1], "__rowMarker__": markers(2)})],
+            ERROR,
+            f"{1:020d}.parquet row 0",
+            "in a table without keyColumns",
+        ),
+        (
+            {"keyColumns": ["id"], "FileFormat": "DelimitedText"},
+            [],
+            ERROR,
+            "_metadata.json",
+            "FileExtension is required",
+        ),
     ],
 )
 def test_each_rule_of_the_mirror_is_a_finding(tmp_path, metadata, files, severity, where, message):
@@ -175,19 +347,29 @@ def test_a_schema_change_is_found_against_files_already_processed(tmp_path):
     assert [(s, w.rsplit("/", 1)[-1]) for s, w, _ in findings(tmp_path)] == [(ERROR, f"{2:020d}.parquet")]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{", "not valid JSON"),
-    ('{"sourceInfo": {}}', "partnerName must name the publisher"),
-    ('{"partnerName": "p", "sourceInfo": {"additionalInformation": "x"}}', "additionalInformation must be an object"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{", "not valid JSON"),
+        ('{"sourceInfo": {}}', "partnerName must name the publisher"),
+        (
+            '{"partnerName": "p", "sourceInfo": {"additionalInformation": "x"}}',
+            "additionalInformation must be an object",
+        ),
+    ],
+)
 def test_an_invalid_partner_events_file_is_an_error(tmp_path, table, text, message):
     (tmp_path / "_partnerEvents.json").write_text(text)
     assert any(s == ERROR and w == "_partnerEvents.json" and message in m for s, w, m in findings(tmp_path))
 
 
 def test_last_update_time_warnings(tmp_path):
-    folder = table_with(tmp_path, {"keyColumns": ["id"], "fileDetectionStrategy": "LastUpdateTimeFileDetection"},
-                        ("a.parquet", {"id": [1]}), ("b.parquet", {"id": [2]}))
+    folder = table_with(
+        tmp_path,
+        {"keyColumns": ["id"], "fileDetectionStrategy": "LastUpdateTimeFileDetection"},
+        ("a.parquet", {"id": [1]}),
+        ("b.parquet", {"id": [2]}),
+    )
     for name in ("a.parquet", "b.parquet"):
         os.utime(folder / name, (1000, 1000))
     (folder / "_ProcessedFiles").mkdir()
@@ -202,11 +384,14 @@ def test_last_update_time_warnings(tmp_path):
     }
 
 
-@pytest.mark.parametrize("text, where, message", [
-    ("id,extra,__rowMarker__\n1,x,0\n", f"{1:020d}.csv", "not declared ['extra']"),
-    ("id,__rowMarker__\n1,0\nzz,0\n", f"{1:020d}.csv", "column id row 1: 'zz' is not Int64"),
-    ("id,__rowMarker__\n1,3\n", f"{1:020d}.csv row 0", "__rowMarker__ is 3"),
-])
+@pytest.mark.parametrize(
+    "text, where, message",
+    [
+        ("id,extra,__rowMarker__\n1,x,0\n", f"{1:020d}.csv", "not declared ['extra']"),
+        ("id,__rowMarker__\n1,0\nzz,0\n", f"{1:020d}.csv", "column id row 1: 'zz' is not Int64"),
+        ("id,__rowMarker__\n1,3\n", f"{1:020d}.csv row 0", "__rowMarker__ is 3"),
+    ],
+)
 def test_delimited_text_files_are_checked_against_their_declaration(tmp_path, text, where, message):
     csv_table(tmp_path / "t", ["id"], [{"Name": "id", "DataType": "Int64"}])
     text_file(tmp_path / "t", f"{1:020d}.csv", text)

@@ -1,10 +1,10 @@
 from dbt.adapters.base import AdapterPlugin
+from dbt.include import openmirror
 
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager  # noqa: F401
 from dbt.adapters.openmirror.credentials import OpenMirrorCredentials
 from dbt.adapters.openmirror.impl import OpenMirrorAdapter
 from dbt.adapters.openmirror.run.model_warnings import install as install_model_warnings
-from dbt.include import openmirror
 
 install_model_warnings()
 

@@ -1,7 +1,8 @@
 import logging
 import threading
+from collections.abc import Generator
 from contextlib import contextmanager
-from typing import Any, Generator, List, Optional, Tuple
+from typing import Any
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection
 from dbt.adapters.events.logging import AdapterLogger
@@ -69,18 +70,18 @@ class OpenMirrorConnectionManager(SparkConnectionManager):
             _quiet_pyspark_error_logs()
         return connection
 
-    def cancel_open(self) -> List[str]:
+    def cancel_open(self) -> list[str]:
         self.interrupted.set()
         return super().cancel_open()
 
-    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> Tuple[Connection, Any]:
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
         if self.interrupted.is_set():
             raise RunInterruptedError("interrupted: the run was cancelled before this statement")
         return super().add_query(sql, *args, **kwargs)
 
     def execute(
-        self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: Optional[int] = None
-    ) -> Tuple[AdapterResponse, Any]:
+        self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None
+    ) -> tuple[AdapterResponse, Any]:
         # A session cursor runs a query when its rows are fetched, after `add_query` returned:
         # errors then are the statement's too.
         with self.exception_handler(sql):

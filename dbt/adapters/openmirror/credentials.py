@@ -1,5 +1,4 @@
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 from dbt.adapters.spark.connections import SparkCredentials
 
@@ -19,11 +18,11 @@ class OpenMirrorCredentials(SparkCredentials):
     stays dbt-spark's. When `auth` is needed for the Thrift server, set `landing_zone_auth`.
     """
 
-    landing_zone: Optional[str] = None
-    landing_zone_auth: Optional[str] = None
-    tenant_id: Optional[str] = None
-    client_id: Optional[str] = None
-    client_secret: Optional[str] = field(default=None, repr=False)
+    landing_zone: str | None = None
+    landing_zone_auth: str | None = None
+    tenant_id: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
     spark_staging: str = "auto"
     # A missing landing zone root is an error (a mistyped path), unless this asks to create it.
     create_landing_zone: bool = False
@@ -54,7 +53,7 @@ class OpenMirrorCredentials(SparkCredentials):
     def type(self) -> str:
         return "openmirror"
 
-    def _connection_keys(self) -> Tuple[str, ...]:
+    def _connection_keys(self) -> tuple[str, ...]:
         # Never client_secret: dbt debug prints these.
         keys = (*super()._connection_keys(), "method", "landing_zone", "create_landing_zone", "spark_staging")
         if is_remote(self.landing_zone or ""):

@@ -53,6 +53,11 @@ class LandingZoneServiceError(OpenMirrorError):
     """The landing zone's service refused a request, or kept failing it (throttling, timeouts,
     server errors) after every retry."""
 
+    def __init__(self, msg: str, status_code: int | None = None) -> None:
+        super().__init__(msg)
+        #: The HTTP status of the refusal; None when retries ran out without one.
+        self.status_code = status_code
+
 
 class ServiceWaitError(PublishError):
     """The mirroring service did not reach the state a rebuild waits for in time."""

@@ -31,8 +31,8 @@ from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
-from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
-from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
+from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
+from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.root import check_root
 
 logger = AdapterLogger("OpenMirror")
@@ -49,24 +49,12 @@ class OpenMirrorAdapter(SparkAdapter):
         self._runs_lock = threading.Lock()
 
     @cached_property
-    def fault_injector(self) -> Optional[FaultInjector]:
-        """Test tool only (storage/faults.py): None unless the environment asks for faults."""
-        return FaultInjector.from_environment()
-
-    @cached_property
     def landing_zone(self) -> LandingZoneStorage:
         """Where the adapter opens its landing-zone storage (once per invocation)."""
         credentials = self.config.credentials
-        storage = open_landing_zone(credentials.landing_zone, credentials.azure_auth())
+        storage = landing_zone_storage.open_landing_zone(credentials.landing_zone, credentials.azure_auth())
         check_root(storage, credentials.create_landing_zone, logger.info)
-        if self.fault_injector is not None:
-            return FaultInjectingStorage(storage, self.fault_injector)
         return storage
-
-    def _snapshot_checkpoint(self, name: str) -> None:
-        """Called just before the snapshot rename (run/mirror_run.py `_replace_snapshot`)."""
-        if self.fault_injector is not None:
-            self.fault_injector.checkpoint(name)
 
     @cached_property
     def run_context(self) -> RunContext:
@@ -83,7 +71,6 @@ class OpenMirrorAdapter(SparkAdapter):
                 self.config.credentials.spark_staging, storage, statements, logger.info, logger.debug,
             ),
             interrupted=cast(OpenMirrorConnectionManager, self.connections).interrupted.is_set,
-            checkpoint=self._snapshot_checkpoint,
             warn=warn, info=logger.info, debug=logger.debug, warning=logger.warning, error=logger.error,
         )
 

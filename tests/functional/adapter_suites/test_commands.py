@@ -3,8 +3,6 @@
 import re
 
 import pytest
-from dbt.tests.util import run_dbt
-from dbt_common.exceptions import DbtRuntimeError
 from dbt.tests.adapter.dbt_debug.test_dbt_debug import BaseDebugPostgres
 from dbt.tests.adapter.dbt_show.test_dbt_show import (
     BaseShowDoesNotHandleDoubleLimit,
@@ -18,6 +16,8 @@ from dbt.tests.adapter.empty.test_empty import (
     BaseTestEmptySeedFlag,
     MetadataWithEmptyFlag,
 )
+from dbt.tests.util import run_dbt
+from dbt_common.exceptions import DbtRuntimeError
 
 from tests.functional.adapter_suites.skip_reasons import DROP_COLUMN_NEEDS_DELTA
 
@@ -126,7 +126,9 @@ class TestEmptyMetadata(MetadataWithEmptyFlag):
 # The base tests, skipped with their reasons.
 class TestSeedEmptyFlag(BaseTestEmptySeedFlag):
     skip_newer = pytest.mark.skip(reason=SEED_EMPTY_IS_NEWER)
-    test_seed_empty_creates_table_with_zero_rows = skip_newer(BaseTestEmptySeedFlag.test_seed_empty_creates_table_with_zero_rows)
+    test_seed_empty_creates_table_with_zero_rows = skip_newer(
+        BaseTestEmptySeedFlag.test_seed_empty_creates_table_with_zero_rows
+    )
     test_seed_empty_preserves_column_types = skip_newer(BaseTestEmptySeedFlag.test_seed_empty_preserves_column_types)
     test_build_empty_with_seed = pytest.mark.skip(reason="in dbt-core 1.11 `build --empty` still loads seeds in full")(
         BaseTestEmptySeedFlag.test_build_empty_with_seed

@@ -3,11 +3,11 @@ append and insert_overwrite, and microbatch (insert_overwrite of the batch's par
 The merge-based suites need Delta: see test_not_applicable.py."""
 
 import pytest
-from dbt.tests.util import relation_from_name
 from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
     BaseIncrementalOnSchemaChange,
 )
+from dbt.tests.util import relation_from_name
 
 from tests.functional.adapter_suites.skip_reasons import DROP_COLUMN_NEEDS_DELTA
 

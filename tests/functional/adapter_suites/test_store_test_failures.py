@@ -15,7 +15,6 @@ from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import
 )
 
 
-
 # Reruns seeds and models before each of its checks: over a minute, so not in the default run.
 @pytest.mark.adapter_suites
 class TestStoreTestFailures(BaseStoreTestFailures):

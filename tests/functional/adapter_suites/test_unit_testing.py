@@ -1,9 +1,9 @@
 """dbt unit tests (`unit_tests:` with given rows and expected rows) under `type: openmirror`."""
 
 import pytest
+from dbt.tests.adapter.unit_testing import test_quoted_reserved_word_column_names as reserved_word
 from dbt.tests.adapter.unit_testing.test_case_insensitivity import BaseUnitTestCaseInsensivity
 from dbt.tests.adapter.unit_testing.test_invalid_input import BaseUnitTestInvalidInput
-from dbt.tests.adapter.unit_testing import test_quoted_reserved_word_column_names as reserved_word
 from dbt.tests.adapter.unit_testing.test_quoted_reserved_word_column_names import (
     BaseUnitTestQuotedReservedWordColumnNames,
 )

@@ -4,7 +4,6 @@ import time
 
 from azure.core.credentials import AccessToken
 
-
 STORAGE_SCOPE = "https://storage.azure.com/.default"
 
 

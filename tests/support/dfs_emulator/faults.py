@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 
 @dataclass
@@ -18,9 +18,9 @@ class RecordedRequest:
     query: dict[str, str]
     headers: dict[str, str]  # Authorization value redacted
     operation: str
-    status: Optional[int] = None  # None while running or when the connection was dropped
+    status: int | None = None  # None while running or when the connection was dropped
 
-    def header(self, name: str) -> Optional[str]:
+    def header(self, name: str) -> str | None:
         return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
 
 
@@ -33,14 +33,14 @@ class Fault:
     `after_operation` the request is carried out before the fault replaces its answer."""
 
     status: int = 503
-    code: Optional[str] = None
+    code: str | None = None
     message: str = "Injected fault."
     headers: dict[str, str] = field(default_factory=dict)
     times: int = 1
-    method: Optional[str] = None
-    path: Optional[str] = None  # fnmatch pattern on the decoded "/<filesystem>/<path>"
-    operation: Optional[str] = None
-    match: Optional[Callable[[RecordedRequest], bool]] = None
+    method: str | None = None
+    path: str | None = None  # fnmatch pattern on the decoded "/<filesystem>/<path>"
+    operation: str | None = None
+    match: Callable[[RecordedRequest], bool] | None = None
     drop: bool = False
     delay: float = 0.0
     after_operation: bool = False

@@ -12,7 +12,6 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .faults import Fault, RecordedRequest
@@ -30,7 +29,6 @@ from .wire import (
     version_headers,
 )
 
-
 _BEARER_NEEDS_VERSION_MESSAGE = (
     "Server failed to authenticate the request. Make sure the value of Authorization header is "
     "formed correctly including the signature. "
@@ -44,9 +42,9 @@ class DfsEmulator:
 
     def __init__(
         self,
-        root: Optional[Path] = None,
+        root: Path | None = None,
         filesystems=("workspace",),
-        required_token: Optional[str] = None,
+        required_token: str | None = None,
     ):
         self._workdir = Path(tempfile.mkdtemp(prefix="dfs-emulator-"))
         self.root = Path(root) if root is not None else self._workdir / "data"
@@ -61,13 +59,13 @@ class DfsEmulator:
         self._delete_lags: dict[tuple[str, str], int] = {}
         self._pending_deletes: dict[tuple[str, str], int] = {}
         self._state = threading.Lock()
-        self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
-        self.ca_path: Optional[str] = None
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.ca_path: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> "DfsEmulator":
+    def start(self) -> DfsEmulator:
         cert_path, key_path = self_signed_certificate(self._workdir)
         self.ca_path = str(cert_path)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -91,7 +89,7 @@ class DfsEmulator:
             self._server = None
         shutil.rmtree(self._workdir, ignore_errors=True)
 
-    def __enter__(self) -> "DfsEmulator":
+    def __enter__(self) -> DfsEmulator:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:
@@ -124,7 +122,7 @@ class DfsEmulator:
             self._delete_lags[(fs, rest)] = requests
 
     def recorded(
-        self, operation: Optional[str] = None, path: Optional[str] = None
+        self, operation: str | None = None, path: str | None = None
     ) -> list[RecordedRequest]:
         """Requests seen so far, optionally only one operation and/or a path pattern."""
         with self._state:
@@ -142,7 +140,7 @@ class DfsEmulator:
 
     # -- request handling (called from the server's threads) ------------------------------------
 
-    def _take_fault(self, request: RecordedRequest) -> Optional[Fault]:
+    def _take_fault(self, request: RecordedRequest) -> Fault | None:
         with self._state:
             for fault in self.faults:
                 if fault.matches(request):
@@ -330,7 +328,7 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
         else:
             self._respond(record, status, headers, payload)
 
-    def _authentication_error(self) -> Optional[DfsError]:
+    def _authentication_error(self) -> DfsError | None:
         authorization = self.headers.get("Authorization", "")
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token:

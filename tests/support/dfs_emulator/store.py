@@ -6,13 +6,12 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 
 class DfsError(Exception):
     """An error answer in the service's format: status, `x-ms-error-code`, JSON body."""
 
-    def __init__(self, status: int, code: str, message: str = "", headers: Optional[dict] = None):
+    def __init__(self, status: int, code: str, message: str = "", headers: dict | None = None):
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message = status, code, message or code
         self.headers = headers or {}
@@ -56,7 +55,7 @@ class PathStore:
             for key in [k for k in table if k[0] == fs and _within(k[1], folder)]:
                 del table[key]
 
-    def info(self, fs: str, path: str) -> Optional[dict]:
+    def info(self, fs: str, path: str) -> dict | None:
         """Properties of a path, or None when it does not exist."""
         target = self.disk(fs, path)
         if not path or not target.exists():
@@ -217,7 +216,7 @@ def _etag_matches(condition: str, etag: str) -> bool:
     return any(c.strip() in ("*", etag) for c in condition.split(","))
 
 
-def check_conditions(headers, current: Optional[dict], exists_status: int = 412) -> None:
+def check_conditions(headers, current: dict | None, exists_status: int = 412) -> None:
     """If-Match / If-None-Match against the destination; create and rename answer 409 for `*`."""
     if_match, if_none_match = headers.get("If-Match"), headers.get("If-None-Match")
     if if_none_match is not None and current is not None:

@@ -6,10 +6,8 @@ import base64
 import datetime
 import json
 from email.utils import formatdate
-from typing import Optional
 
 from .store import DfsError
-
 
 API_VERSION = "2023-11-03"
 
@@ -71,7 +69,7 @@ def list_entry(found: dict) -> dict[str, str]:
 
 
 def list_page(
-    entries: list[dict], continuation: Optional[str], max_results: int
+    entries: list[dict], continuation: str | None, max_results: int
 ) -> tuple[dict, bytes]:
     """One page of a path listing: headers (with `x-ms-continuation` when more follow) and body."""
     if continuation:
@@ -84,7 +82,7 @@ def list_page(
     return headers, json.dumps({"paths": [list_entry(e) for e in page]}).encode()
 
 
-def byte_range(headers) -> Optional[tuple[int, Optional[int]]]:
+def byte_range(headers) -> tuple[int, int | None] | None:
     spec = headers.get("x-ms-range") or headers.get("Range")
     if not spec:
         return None

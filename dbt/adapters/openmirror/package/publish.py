@@ -28,7 +28,7 @@ from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, Target
 from dbt.adapters.openmirror.rules.landing_zone import (
     RUN_ID_PATTERN,
     SCHEMA_FOLDER_SUFFIX,
-    SCRATCH_FOLDER,
+    STAGING_ROOT,
     folder_name_problem,
     scratch_path,
 )
@@ -38,9 +38,10 @@ from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD
 from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.planning.run_plan import check_key_columns
+from dbt.adapters.openmirror.rules.markers import KNOWN_MARKERS
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
-MANIFEST_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/manifest"
+MANIFEST_FOLDER = f"{STAGING_ROOT}/manifest"
 STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
 #: A run of a model with publish='after_tests' whose tests have not passed yet: not published
 #: until the invocation's on-run-end hook marks it staged (or discarded).
@@ -48,7 +49,7 @@ HELD = "held"
 FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
 _STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3}
-_MARKERS = ("0", "1", "2", "4")
+_MARKERS = tuple(str(marker) for marker in KNOWN_MARKERS)
 
 #: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
 MANIFEST_SCHEMA = pa.schema([

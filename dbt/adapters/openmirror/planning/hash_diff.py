@@ -7,7 +7,7 @@ the hashed columns, the bucket count and the writer count.
 """
 
 import math
-from typing import List, Sequence
+from collections.abc import Mapping, Sequence
 
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
 
@@ -22,10 +22,19 @@ ROWS_PER_BUCKET = 1_000_000
 MAX_BUCKETS = 4096
 
 
-def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> List[ColumnSpec]:
+def hashed_columns(plan: SchemaPlan, key_columns: Sequence[str]) -> list[ColumnSpec]:
     """The published non-key columns, in name order so that reordering columns changes nothing."""
     keys = {k.lower() for k in key_columns}
     return sorted((c for c in plan.columns if c.name.lower() not in keys), key=lambda c: c.name.lower())
+
+
+def hashes_usable(properties: Mapping[str, str] | None, snapshot_run_id: str | None, signature: str) -> bool:
+    """Whether the snapshot's key hashes (their table's properties; None: no such table) can be
+    trusted: the run that wrote the snapshot wrote them too, over the same columns. A run stopped
+    between replacing the two leaves them behind; then the diff compares whole rows."""
+    if properties is None or not snapshot_run_id:
+        return False
+    return properties.get(HASHES_RUN_ID) == snapshot_run_id and properties.get(HASHES_COLUMNS) == signature
 
 
 def writer_count(change_rows: int, max_rows_per_file: int) -> int:

@@ -1,16 +1,16 @@
 """Unique-key rules: the key columns must exist, and be non-NULL and unique in every output."""
 
-from typing import Iterable, List, Sequence, Tuple
+from collections.abc import Iterable, Sequence
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
 _FLOATING_POINT = ("float", "double", "real")
-_STRING_TYPES = ("string", "varchar", "char")
+STRING_TYPES = ("string", "varchar", "char")
 HIDDEN = "(values hidden: show_key_values=false)"
 
 
-def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> List[str]:
+def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> list[str]:
     """The model's own spelling of each key column (Spark matches names case-insensitively)."""
     by_lower = {c.lower(): c for c in columns}
     missing = [k for k in unique_key if k.lower() not in by_lower]
@@ -22,7 +22,7 @@ def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence
     return [by_lower[k.lower()] for k in unique_key]
 
 
-def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> List[str]:
+def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
     """Refuse key types that cannot identify rows; warnings for those the mirror may compare
     differently than Spark does."""
     for column in key_columns:
@@ -41,13 +41,13 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> List[str]:
     ]
 
 
-def string_keys(key_columns: Sequence[ColumnSpec]) -> List[str]:
+def string_keys(key_columns: Sequence[ColumnSpec]) -> list[str]:
     """Key columns whose values the mirror's SQL may compare ignoring case or trailing spaces."""
-    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(_STRING_TYPES)]
+    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(STRING_TYPES)]
 
 
 def raise_key_problems(
-    model: str, key_columns: Sequence[str], problems: Iterable[Tuple], show_values: bool = True
+    model: str, key_columns: Sequence[str], problems: Iterable[tuple], show_values: bool = True
 ) -> None:
     """Fail on the first NULL or duplicated key found by the `openmirror_key_problems_sql` macro;
     its example values only when `show_values` (model config show_key_values)."""
@@ -65,9 +65,10 @@ def raise_key_problems(
         )
 
 
-def lookalike_warning(model: str, key_columns: Sequence[str], pair: Tuple[str, str], show_values: bool) -> str:
+def lookalike_warning(model: str, key_columns: Sequence[str], pair: tuple[str, str], show_values: bool) -> str:
     """Two keys that differ only in case or trailing spaces (openmirror_key_lookalikes_sql)."""
-    shown = f"{pair[0]!r} and {pair[1]!r}" if show_values else f"two keys {HIDDEN}"
+    # Plain quotes, not repr(): package mode's Jinja (macros/package/plan.sql) writes the same text.
+    shown = f"'{pair[0]}' and '{pair[1]}'" if show_values else f"two keys {HIDDEN}"
     return (
         f"Model '{model}': unique_key {list(key_columns)} has keys that differ only in letter case "
         f"or trailing spaces: {shown}. The mirror keeps them apart, but its SQL analytics endpoint "

@@ -1,12 +1,12 @@
 """Decide how a run publishes: a first load, an incremental change file, or a rebuild."""
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
-from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
+from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 
 INITIAL, INCREMENTAL, REBUILD = "initial", "incremental", "rebuild"
 FIRST_PUBLISH, FULL_REFRESH = "first publish", "--full-refresh"
@@ -37,10 +37,10 @@ class Destination:
 class SnapshotRecord:
     table_folder: str
     sequence_number: int
-    run_id: Optional[str] = None
+    run_id: str | None = None
     #: Recorded since snapshots are tied to their landing zone (None on older snapshots).
-    landing_zone: Optional[str] = None
-    published_columns: Optional[List[str]] = None
+    landing_zone: str | None = None
+    published_columns: list[str] | None = None
     #: The snapshot holds a change not published yet (write-audit-publish).
     held: bool = False
 
@@ -51,7 +51,7 @@ class RunPlan:
     reason: str
     schema: SchemaPlan
     #: The key columns as the table folder declares them (the mirror's spelling).
-    key_columns: List[str]
+    key_columns: list[str]
 
     @property
     def unexpected(self) -> bool:
@@ -62,7 +62,7 @@ class RunPlan:
 def snapshot_properties(
     destination: Destination, sequence_number: int, run_id: str, published_columns: Sequence[str],
     held: bool = False,
-) -> Dict[str, str]:
+) -> dict[str, str]:
     properties = {
         SNAPSHOT_LANDING_ZONE: destination.landing_zone,
         SNAPSHOT_TABLE_FOLDER: destination.table_folder,
@@ -75,7 +75,7 @@ def snapshot_properties(
     return properties
 
 
-def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
+def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
     """The record a previous run left on the snapshot table, if any."""
     folder = properties.get(SNAPSHOT_TABLE_FOLDER)
     number = properties.get(SNAPSHOT_SEQUENCE_NUMBER)
@@ -93,7 +93,7 @@ def snapshot_record(properties: Mapping[str, str]) -> Optional[SnapshotRecord]:
     )
 
 
-def check_key_columns(model: str, declared: Optional[List[str]], key_columns: Sequence[str]) -> None:
+def check_key_columns(model: str, declared: list[str] | None, key_columns: Sequence[str]) -> None:
     if declared is not None and list(declared) != list(key_columns):
         raise KeyColumnsError(
             f"Model '{model}': unique_key is now {list(key_columns)} but the mirrored table was "
@@ -118,9 +118,9 @@ def _folder_plan(
     destination: Destination,
     key_columns: Sequence[str],
     folder: TableFolderState,
-    snapshot: Optional[SnapshotRecord],
+    snapshot: SnapshotRecord | None,
     full_refresh: bool,
-) -> Tuple[str, str]:
+) -> tuple[str, str]:
     """(mode, reason) from the table folder and the snapshot alone."""
     model, table_folder = destination.model, destination.table_folder
     if full_refresh:
@@ -159,9 +159,9 @@ def plan_run(
     destination: Destination,
     key_columns: Sequence[str],
     folder: TableFolderState,
-    snapshot: Optional[SnapshotRecord],
+    snapshot: SnapshotRecord | None,
     full_refresh: bool,
-    previous_columns: Optional[Sequence[ColumnSpec]],
+    previous_columns: Sequence[ColumnSpec] | None,
     current_columns: Sequence[ColumnSpec],
     on_schema_change: str,
 ) -> RunPlan:

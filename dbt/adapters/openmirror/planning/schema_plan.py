@@ -1,7 +1,7 @@
 """What to publish when the model's columns differ from the snapshot's (spec section 5)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
 
@@ -16,7 +16,7 @@ class ColumnSpec:
     name: str
     data_type: str
     #: The name the mirror knows the column by, when it differs from `name` in case only.
-    published_as: Optional[str] = None
+    published_as: str | None = None
 
     @property
     def published_name(self) -> str:
@@ -35,18 +35,18 @@ class ColumnSpec:
 @dataclass(frozen=True)
 class SchemaPlan:
     #: The model's columns, in its order, as they are published.
-    columns: List[ColumnSpec]
+    columns: list[ColumnSpec]
     #: Columns the model no longer returns: published as NULL and kept in the snapshot.
-    kept: List[ColumnSpec] = field(default_factory=list)
+    kept: list[ColumnSpec] = field(default_factory=list)
     #: Columns the model returns for the first time.
-    added: List[ColumnSpec] = field(default_factory=list)
+    added: list[ColumnSpec] = field(default_factory=list)
     #: Columns the model returns for the first time but does not publish (on_schema_change
     #: 'ignore'); the snapshot drops them too.
-    ignored: List[ColumnSpec] = field(default_factory=list)
+    ignored: list[ColumnSpec] = field(default_factory=list)
     #: Set when the change cannot be published in place and the table is rebuilt instead.
-    rebuild_reason: Optional[str] = None
+    rebuild_reason: str | None = None
     #: (published name, model's name) of columns the model now spells differently in case only.
-    respelled: List[Tuple[str, str]] = field(default_factory=list)
+    respelled: list[tuple[str, str]] = field(default_factory=list)
 
 
 def check_reserved_names(model: str, columns: Sequence[str]) -> None:
@@ -65,21 +65,21 @@ def check_reserved_names(model: str, columns: Sequence[str]) -> None:
             )
 
 
-def _describe(changes: Sequence[Tuple[str, str, str]]) -> str:
+def _describe(changes: Sequence[tuple[str, str, str]]) -> str:
     return "; ".join(f"column '{name}' {old} -> {new}" for name, old, new in changes)
 
 
-def _as_published(column: ColumnSpec, spelling: Dict[str, str]) -> ColumnSpec:
+def _as_published(column: ColumnSpec, spelling: dict[str, str]) -> ColumnSpec:
     published = spelling.get(column.name.lower(), column.name)
     return column if published == column.name else replace(column, published_as=published)
 
 
 def plan_schema(
     model: str,
-    previous: Optional[Sequence[ColumnSpec]],
+    previous: Sequence[ColumnSpec] | None,
     current: Sequence[ColumnSpec],
     on_schema_change: str,
-    published_names: Optional[Sequence[str]] = None,
+    published_names: Sequence[str] | None = None,
 ) -> SchemaPlan:
     """Compare the snapshot's columns (None: no snapshot) with the model's; decide or fail.
 

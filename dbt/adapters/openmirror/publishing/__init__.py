@@ -1,1 +1,2 @@
-"""Publishing into a table folder exactly once: the journaled sequence, leases, staging, recovery and the restart protocol's waits."""
+"""Publishing into a table folder exactly once: the journaled sequence, leases, staging, recovery
+and the restart protocol's waits."""

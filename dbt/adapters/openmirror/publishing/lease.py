@@ -23,17 +23,17 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, WriteConflictError
-from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
 from dbt.adapters.openmirror.publishing.publisher import recorded_lease_generation
+from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
-LEASE_FOLDER = f"{SCRATCH_FOLDER}/dbt-openmirror/leases"
+LEASE_FOLDER = f"{STAGING_ROOT}/leases"
 _GENERATION_DIGITS = 12
 # The holder stops this much before its lease can expire for others: OneLake's Last-Modified has
 # whole seconds, and a clock may run a little fast against the storage's while a lease lasts.
@@ -42,10 +42,10 @@ _DRIFT = 0.01
 
 # Runs of this process that hold a lease now; a lease naming this process and another run id is
 # left over from an earlier run in this process (one that failed without releasing it).
-_ACTIVE_RUNS: Dict[str, str] = {}
+_ACTIVE_RUNS: dict[str, str] = {}
 _ACTIVE_LOCK = threading.Lock()
 # One random token per process (keyed by pid, so that a forked child gets its own).
-_TOKENS: Dict[int, str] = {}
+_TOKENS: dict[int, str] = {}
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ class ProcessIdentity:
     token: str
     #: Linux: the kernel's boot id and the PID namespace; a pid names the same process only
     #: where both are the same. None elsewhere (no same-host shortcut there).
-    boot_id: Optional[str] = None
-    pid_namespace: Optional[str] = None
+    boot_id: str | None = None
+    pid_namespace: str | None = None
 
     @classmethod
     def of_this_process(cls) -> "ProcessIdentity":
@@ -114,7 +114,7 @@ class LeaseHolder:
         return cls(str(data["runId"]), str(data["model"]), process, acquired_at, float(ttl),
                    bool(data.get("released", False)))
 
-    def describe(self, expires_at: Optional[float] = None) -> str:
+    def describe(self, expires_at: float | None = None) -> str:
         since = datetime.fromtimestamp(self.acquired_at, timezone.utc).isoformat(timespec="seconds")
         until = (
             f", lease until {datetime.fromtimestamp(expires_at, timezone.utc).isoformat(timespec='seconds')}"
@@ -140,7 +140,7 @@ def generation_name(generation: int) -> str:
     return f"{generation:0{_GENERATION_DIGITS}d}.json"
 
 
-def _generations(names: List[str]) -> List[int]:
+def _generations(names: list[str]) -> list[int]:
     found = []
     for name in names:
         stem = name[: -len(".json")] if name.endswith(".json") else ""
@@ -155,10 +155,10 @@ class Lease:
     generation: int
     holder: LeaseHolder
     #: The stale holder this lease was taken over from, if any (its staged files are left over).
-    taken_from: Optional[LeaseHolder] = None
+    taken_from: LeaseHolder | None = None
     #: The holder's side: the version of its lease file (a renewal or the release replaces only
     #: that), and until when, by its monotonic clock, no contender can find the lease expired.
-    version: Optional[str] = None
+    version: str | None = None
     valid_until: float = float("-inf")
 
     @property
@@ -172,7 +172,7 @@ class LeaseManager:
         storage: LandingZoneStorage,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
-        identity: Optional[ProcessIdentity] = None,
+        identity: ProcessIdentity | None = None,
     ) -> None:
         """`clock` measures durations only (waiting, the holder's own view of its lease)."""
         self.storage = storage
@@ -183,7 +183,7 @@ class LeaseManager:
     def _folder(self, table_folder: str) -> str:
         return f"{LEASE_FOLDER}/{table_folder}"
 
-    def current(self, table_folder: str) -> Optional[Lease]:
+    def current(self, table_folder: str) -> Lease | None:
         """The highest generation and its holder (perhaps released), or None when there is none."""
         folder = self._folder(table_folder)
         for generation in reversed(_generations(self.storage.list_names(folder))):
@@ -202,7 +202,7 @@ class LeaseManager:
     def describe(self, lease: Lease) -> str:
         """The holder, with when its lease expires by the storage's clock."""
         try:
-            expires_at: Optional[float] = self.storage.last_modified(lease.path) + lease.holder.ttl_seconds
+            expires_at: float | None = self.storage.last_modified(lease.path) + lease.holder.ttl_seconds
         except FileNotFoundError:
             expires_at = None
         return lease.holder.describe(expires_at)
@@ -262,8 +262,8 @@ class LeaseManager:
 
     def _take(
         self, table_folder: str, run_id: str, model: str, ttl_seconds: float,
-        current: Optional[Lease], floor: int,
-    ) -> Optional[Lease]:
+        current: Lease | None, floor: int,
+    ) -> Lease | None:
         """Create the next generation create-only; None when another run created it first."""
         generation = max(current.generation if current else 0, floor) + 1
         stale = current.holder if current is not None and not current.holder.released else None
@@ -368,7 +368,9 @@ class Fence:
 class Heartbeat:
     """Renews a lease every third of its time to live until stopped, or until it is lost."""
 
-    def __init__(self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error) -> None:
+    def __init__(
+        self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error: Callable[[Exception], object]
+    ) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(manager, lease, ttl_seconds, on_error),
@@ -376,7 +378,9 @@ class Heartbeat:
         )
         self._thread.start()
 
-    def _run(self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error) -> None:
+    def _run(
+        self, manager: LeaseManager, lease: Lease, ttl_seconds: float, on_error: Callable[[Exception], object]
+    ) -> None:
         while not self._stop.wait(ttl_seconds / 3):
             try:
                 manager.renew(lease)

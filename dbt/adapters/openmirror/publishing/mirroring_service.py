@@ -10,7 +10,7 @@ mirror reads), there is nothing to wait for: that is said once, and publishing g
 """
 
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from dbt.adapters.openmirror.errors import ServiceWaitError
 from dbt.adapters.openmirror.rules.landing_zone import table_identity
@@ -41,7 +41,7 @@ class MirroringService:
         self.sleep = sleep
         self._said_unreadable = False
 
-    def lists(self, table_folder: str) -> Optional[bool]:
+    def lists(self, table_folder: str) -> bool | None:
         """Whether the service lists the table; None when no status of the service is readable."""
         text = self.storage.read_monitoring(TABLES_FILE)
         if text is None:

@@ -8,8 +8,8 @@ by a snapshot: forget the journal and let the run plan rebuild the table (it wil
 snapshot no longer matches the folder's last number).
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Optional, Set
 
 from dbt.adapters.openmirror.publishing.publisher import PendingPublish
 
@@ -24,7 +24,7 @@ class Recovery:
     message: str
 
 
-def _span(names) -> str:
+def _span(names: Iterable[str]) -> str:
     names = sorted(names)
     if not names:
         return "no files"
@@ -33,10 +33,10 @@ def _span(names) -> str:
 
 def decide(
     pending: PendingPublish,
-    published_names: Set[str],
-    staged_names: Set[str],
-    snapshot_run_id: Optional[str],
-    new_output_run_id: Optional[str],
+    published_names: set[str],
+    staged_names: set[str],
+    snapshot_run_id: str | None,
+    new_output_run_id: str | None,
 ) -> Recovery:
     """`published_names`: names in the table folder (and its processed folders); `staged_names`:
     names in the pending run's staged folder; the run ids recorded on `{{ this }}` and on the

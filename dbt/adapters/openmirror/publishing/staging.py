@@ -13,9 +13,9 @@ zone's `_scratchPad/` before the publish is journaled, so recovery works the sam
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -23,7 +23,7 @@ AUTO, DIRECT, UPLOAD = "auto", "direct", "upload"
 STAGING_MODES = (AUTO, DIRECT, UPLOAD)
 
 
-def choose_mode(setting: str, shared_with_spark: bool, spark_master: Callable[[], Optional[str]],
+def choose_mode(setting: str, shared_with_spark: bool, spark_master: Callable[[], str | None],
                 spark_can_write: Callable[[], bool]) -> str:
     """The staging mode for `setting`. `spark_master` (a query) and `spark_can_write` (a probe
     write) are only called when the answer depends on them."""
@@ -42,7 +42,7 @@ class Staging:
     path: str
     #: Where Spark writes the change files: the landing zone itself, or `local_folder`.
     uri: str
-    local_folder: Optional[str] = None
+    local_folder: str | None = None
 
 
 def start_staging(storage: LandingZoneStorage, path: str, mode: str) -> Staging:

@@ -8,8 +8,8 @@ are case-insensitive, so two columns differing only in case cannot coexist, and 
 in case is a rename the table cannot hold.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -95,11 +95,11 @@ def needs_column_mapping(name: str) -> bool:
     return bool(set(name) & MAPPED_NAME_CHARACTERS)
 
 
-def schema_problems(schema: pa.Schema) -> List[Problem]:
+def schema_problems(schema: pa.Schema) -> list[Problem]:
     """What keeps the mirror from holding a file's columns: types, names differing only in case,
     a row marker that is not an integer. Each message names the column."""
     problems = []
-    by_lower: Dict[str, str] = {}
+    by_lower: dict[str, str] = {}
     for data_field in schema:
         if data_field.name == ROW_MARKER:
             if not pa.types.is_integer(data_field.type):
@@ -119,9 +119,9 @@ def schema_problems(schema: pa.Schema) -> List[Problem]:
     return problems
 
 
-def parquet_problems(metadata: pq.FileMetaData) -> List[Problem]:
+def parquet_problems(metadata: pq.FileMetaData) -> list[Problem]:
     """What the service refuses in a Parquet file's layout: codecs, INT96 timestamps."""
-    problems: Dict[str, Problem] = {}
+    problems: dict[str, Problem] = {}
     for group in range(metadata.num_row_groups):
         for index in range(metadata.num_columns):
             column = metadata.row_group(group).column(index)
@@ -149,7 +149,7 @@ class MirrorColumn:
 class TableColumns:
     """A mirrored table's columns, in order."""
 
-    columns: Tuple[MirrorColumn, ...] = ()
+    columns: tuple[MirrorColumn, ...] = ()
 
     @classmethod
     def of(cls, schema: pa.Schema) -> "TableColumns":
@@ -160,13 +160,13 @@ class TableColumns:
         ))
 
     @property
-    def names(self) -> List[str]:
+    def names(self) -> list[str]:
         return [c.name for c in self.columns]
 
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([c.field() for c in self.columns])
 
-    def changed_by(self, incoming: "TableColumns", may_add: bool = True) -> Tuple["TableColumns", List[Problem]]:
+    def changed_by(self, incoming: "TableColumns", may_add: bool = True) -> tuple["TableColumns", list[Problem]]:
         """The table's columns after a file with `incoming` columns, and why the table cannot take
         that file (spec section 5). Added columns are nullable: earlier rows have no value."""
         if not self.columns:
@@ -205,7 +205,7 @@ class TableColumns:
         return TableColumns(self.columns + tuple(added)), problems
 
 
-def first_null(rows: pa.Table, names: Sequence[str], among: Optional[pa.ChunkedArray] = None) -> Optional[Tuple[str, int]]:
+def first_null(rows: pa.Table, names: Sequence[str], among: pa.ChunkedArray | None = None) -> tuple[str, int] | None:
     """(column, row) of the first NULL in the columns `names` (those `rows` has), looking only at
     rows where `among` is true (when given)."""
     for name in names:
@@ -220,7 +220,7 @@ def first_null(rows: pa.Table, names: Sequence[str], among: Optional[pa.ChunkedA
     return None
 
 
-def first_true(mask: pa.ChunkedArray) -> Optional[int]:
+def first_true(mask: pa.ChunkedArray) -> int | None:
     index = pc.index(mask, True).as_py()
     return None if index is None or index < 0 else index
 

@@ -4,13 +4,14 @@ section 2), for the mirror and the validator.
 The header row names the columns: exactly the declared ones (any order) plus `__rowMarker__`,
 which a delimited-text file always carries. Fields are read as text and converted per declared
 type, so a bad value is reported with its column, row and text. An unquoted field equal to
-`NullValue` is NULL (a quoted one is text), and so is an empty field of a column that is not text. Decisions where the documentation is silent
+`NullValue` is NULL (a quoted one is text), and so is an empty field of a column that is not text.
+Decisions where the documentation is silent
 (uncertain): `DateTime` is a Delta `timestamp` (text without a zone offset is UTC), `ITime` is
 kept as its text (Delta has no time-of-day type), `ByteArray` is the field's bytes as written.
 """
 
 import re
-from typing import BinaryIO, Dict, List
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,10 +20,18 @@ import pyarrow.csv as csv
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER
 from dbt.adapters.openmirror.rules.metadata_files import DelimitedText
 
-DECLARED_TYPES: Dict[str, pa.DataType] = {
-    "Double": pa.float64(), "Single": pa.float32(), "Int16": pa.int16(), "Int32": pa.int32(),
-    "Int64": pa.int64(), "DateTime": pa.timestamp("us", tz="UTC"), "IDate": pa.date32(),
-    "ITime": pa.string(), "String": pa.string(), "Boolean": pa.bool_(), "ByteArray": pa.binary(),
+DECLARED_TYPES: dict[str, pa.DataType] = {
+    "Double": pa.float64(),
+    "Single": pa.float32(),
+    "Int16": pa.int16(),
+    "Int32": pa.int32(),
+    "Int64": pa.int64(),
+    "DateTime": pa.timestamp("us", tz="UTC"),
+    "IDate": pa.date32(),
+    "ITime": pa.string(),
+    "String": pa.string(),
+    "Boolean": pa.bool_(),
+    "ByteArray": pa.binary(),
 }
 _ZONE_OFFSET = r"(Z|[+-]\d\d(:?\d\d)?)$"
 _TIME_OF_DAY = re.compile(r"^\d{1,2}:\d\d(:\d\d(\.\d{1,7})?)?$")
@@ -62,17 +71,20 @@ def read_delimited_text(handle: BinaryIO, text: DelimitedText) -> pa.Table:
     _check_header(raw.column_names, text)
     schema = declared_schema(text).append(pa.field(ROW_MARKER, pa.int32()))
     data_types = [c.data_type for c in text.columns] + ["Int32"]
-    arrays = [_converted(raw.column(f.name), f.name, t) for f, t in zip(schema, data_types)]
+    arrays = [_converted(raw.column(f.name), f.name, t) for f, t in zip(schema, data_types, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _check_header(names: List[str], text: DelimitedText) -> None:
+def _check_header(names: list[str], text: DelimitedText) -> None:
     declared = [c.name for c in text.columns] + [ROW_MARKER]
     repeated = sorted({n for n in names if names.count(n) > 1})
     missing = [n for n in declared if n not in names]
     extra = [n for n in names if n not in declared]
-    details = [f"{what} {which}" for what, which in
-               (("missing", missing), ("not declared", extra), ("repeated", repeated)) if which]
+    details = [
+        f"{what} {which}"
+        for what, which in (("missing", missing), ("not declared", extra), ("repeated", repeated))
+        if which
+    ]
     if details:
         raise DelimitedTextError(
             f"header row {names} does not match SchemaDefinition.Columns + {ROW_MARKER} ({'; '.join(details)}): "

@@ -5,7 +5,8 @@ Paths here are relative POSIX paths inside the landing zone root; storage backen
 
 import json
 import re
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.rules.metadata_files import parse_table_metadata
@@ -20,6 +21,8 @@ PUBLISH_RECORD_FILE = "_dbt_openmirror.json"
 # The service moves processed data files here; numbers found in them still count.
 PROCESSED_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 SCRATCH_FOLDER = "_scratchPad"
+# dbt-openmirror's own folder in it: staged runs, leases, package mode's manifest.
+STAGING_ROOT = f"{SCRATCH_FOLDER}/dbt-openmirror"
 # Identifies the publisher to the service (spec section 1), at the landing zone root.
 PARTNER_EVENTS_FILE = "_partnerEvents.json"
 SCHEMA_FOLDER_SUFFIX = ".schema"
@@ -30,7 +33,8 @@ SEQUENCE_DIGITS = 20
 # Run ids name staged folders, so they are plain: Spark never sees user-chosen characters in a path.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9-]+")
 MAX_NAME_LENGTH = 128
-_FORBIDDEN_CHARACTERS = set('/\\:*?"<>|')
+# Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls.
+FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
 
 
 def data_file_name(sequence_number: int) -> str:
@@ -39,7 +43,7 @@ def data_file_name(sequence_number: int) -> str:
     return f"{sequence_number:0{SEQUENCE_DIGITS}d}.parquet"
 
 
-def parse_sequence_number(file_name: str, extension: str = "parquet") -> Optional[int]:
+def parse_sequence_number(file_name: str, extension: str = "parquet") -> int | None:
     """The number of a sequentially named data file (20 digits + `.<extension>`), or None."""
     stem, dot, suffix = file_name.partition(".")
     if dot and suffix == extension and len(stem) == SEQUENCE_DIGITS and stem.isascii() and stem.isdigit():
@@ -52,8 +56,10 @@ def highest_sequence_number(file_names: Sequence[str]) -> int:
     return max(numbers, default=0)
 
 
-def folder_name_problem(name: str) -> Optional[str]:
+def folder_name_problem(name: object) -> str | None:
     """Why `name` cannot be a schema or table folder, or None when it can."""
+    if not isinstance(name, str):
+        return "it is not text (quote it in YAML)"
     if not name:
         return "it is empty"
     if name in (".", ".."):
@@ -64,7 +70,7 @@ def folder_name_problem(name: str) -> Optional[str]:
         return "it starts or ends with a space, or ends with '.'"
     if len(name) > MAX_NAME_LENGTH:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
-    bad = sorted({c for c in name if c in _FORBIDDEN_CHARACTERS or ord(c) < 32 or ord(c) == 127})
+    bad = sorted(set(FORBIDDEN_NAME_CHARACTERS.findall(name)))
     if bad:
         return f"it contains {', '.join(repr(c) for c in bad)}"
     if name.lower().endswith(SCHEMA_FOLDER_SUFFIX):
@@ -72,14 +78,14 @@ def folder_name_problem(name: str) -> Optional[str]:
     return None
 
 
-def table_folder_path(mirror_schema: Optional[str], mirror_table: str) -> str:
+def table_folder_path(mirror_schema: str | None, mirror_table: str) -> str:
     """`<schema>.schema/<table>`, or just `<table>` without a schema folder. Names must be valid."""
     if mirror_schema:
         return f"{mirror_schema}{SCHEMA_FOLDER_SUFFIX}/{mirror_table}"
     return mirror_table
 
 
-def table_identity(table_folder: str) -> Tuple[str, str]:
+def table_identity(table_folder: str) -> tuple[str, str]:
     """(schema, table) of a table folder path, as the mirrored database names the table."""
     parent, _, table = table_folder.rpartition("/")
     if parent.endswith(SCHEMA_FOLDER_SUFFIX):
@@ -92,7 +98,7 @@ def scratch_path(run_id: str) -> str:
     name, so Spark never sees user-chosen characters in a path."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
         raise ValueError(f"run id {run_id!r} must be letters, digits and '-'")
-    return f"{SCRATCH_FOLDER}/dbt-openmirror/{run_id}"
+    return f"{STAGING_ROOT}/{run_id}"
 
 
 def metadata_json(key_columns: Sequence[str]) -> str:
@@ -101,8 +107,9 @@ def metadata_json(key_columns: Sequence[str]) -> str:
 
 def partner_events_json() -> str:
     """Who publishes: dbt-openmirror (and its version) for a dbt project."""
-    from dbt.adapters.openmirror.__version__ import version
     from dbt.version import __version__ as dbt_version
+
+    from dbt.adapters.openmirror.__version__ import version
 
     document = {
         "partnerName": "dbt-openmirror",
@@ -115,7 +122,7 @@ def partner_events_json() -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def key_columns_from_metadata(text: str, where: str) -> List[str]:
+def key_columns_from_metadata(text: str, where: str) -> list[str]:
     """Key columns declared by a `_metadata.json` text (empty for an insert-only table)."""
     parsed = parse_table_metadata(text)
     if parsed.metadata is None:
@@ -123,7 +130,7 @@ def key_columns_from_metadata(text: str, where: str) -> List[str]:
     return list(parsed.metadata.key_columns)
 
 
-def table_folders(storage: "LandingZoneStorage") -> Iterator[Tuple[str, str, str]]:
+def table_folders(storage: "LandingZoneStorage") -> Iterator[tuple[str, str, str]]:
     """(schema, table, folder path) for every table folder, `_`-prefixed names ignored."""
     for name in storage.list_names(""):
         if name.startswith("_"):

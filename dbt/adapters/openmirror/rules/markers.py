@@ -5,7 +5,6 @@ back: the publisher checks the column of each staged file, the response counts r
 and the local mirror and the validator check each file's markers with `marker_problem`.
 """
 
-from typing import Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,7 +14,7 @@ INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
 KNOWN_MARKERS = (INSERT, UPDATE, DELETE, UPSERT)
 
 
-def marker_problem(markers: pa.ChunkedArray, keyed: bool) -> Optional[Tuple[int, str]]:
+def marker_problem(markers: pa.ChunkedArray, keyed: bool) -> tuple[int, str] | None:
     """(row, why) for the first marker the mirror cannot apply: NULL, a value outside 0, 1, 2, 4,
     or, in a table without keyColumns, anything but INSERT (updates and deletes need a key)."""
     unknown = pc.invert(pc.fill_null(pc.is_in(markers, pa.array(KNOWN_MARKERS, markers.type)), False))

@@ -10,8 +10,9 @@ documentation is a warning, one field spelled twice is an error, and an unknown 
 
 import codecs
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 SEQUENTIAL = "SequentialFileName"
 LAST_UPDATE_TIME = "LastUpdateTimeFileDetection"
@@ -50,14 +51,14 @@ class DelimitedText:
     DelimitedText format, whose property names these are (uncertain: not documented for mirroring)."""
 
     extension: str
-    columns: Tuple[DeclaredColumn, ...]
+    columns: tuple[DeclaredColumn, ...]
     column_separator: str = ","
     #: None: a line ends with "\n", "\r\n" or "\r".
-    row_separator: Optional[str] = None
+    row_separator: str | None = None
     #: None: fields are not quoted.
-    quote_character: Optional[str] = '"'
+    quote_character: str | None = '"'
     #: None: no escape character.
-    escape_character: Optional[str] = "\\"
+    escape_character: str | None = "\\"
     null_value: str = ""
     encoding: str = "utf-8"
 
@@ -66,10 +67,10 @@ class DelimitedText:
 class TableMetadata:
     """A table folder's `_metadata.json`; the defaults are a table without one."""
 
-    key_columns: Tuple[str, ...] = ()
+    key_columns: tuple[str, ...] = ()
     file_detection: str = SEQUENTIAL
     upsert_default: bool = False
-    delimited_text: Optional[DelimitedText] = None
+    delimited_text: DelimitedText | None = None
 
     @property
     def file_format(self) -> str:
@@ -85,17 +86,17 @@ class TableMetadata:
 class Parsed:
     """What a file says, or None when it has errors; warnings either way."""
 
-    metadata: Optional[TableMetadata] = None
-    errors: List[str] = field(default_factory=list)
-    warnings: List[str] = field(default_factory=list)
+    metadata: TableMetadata | None = None
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 class _Object:
     """One JSON object's documented fields, found regardless of case."""
 
-    def __init__(self, document: Dict[str, Any], where: str, documented: Sequence[str], parsed: Parsed) -> None:
-        self.values: Dict[str, Any] = {}
-        spellings: Dict[str, List[str]] = {}
+    def __init__(self, document: dict[str, Any], where: str, documented: Sequence[str], parsed: Parsed) -> None:
+        self.values: dict[str, Any] = {}
+        spellings: dict[str, list[str]] = {}
         for name in document:
             spellings.setdefault(name.lower(), []).append(name)
         for names in spellings.values():
@@ -119,7 +120,7 @@ class _Object:
 def _strict_json(text: str) -> Any:
     """json.loads refusing NaN/Infinity and repeated fields (both silently accepted by Python)."""
 
-    def pairs(items: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         names = [name for name, _ in items]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
@@ -132,7 +133,7 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
 
 
-def _json_object(text: str, documented: Sequence[str]) -> Tuple[Parsed, Optional[_Object]]:
+def _json_object(text: str, documented: Sequence[str]) -> tuple[Parsed, _Object | None]:
     """The file's top-level object (None when the text is not one), and what is wrong with it."""
     parsed = Parsed()
     try:
@@ -146,7 +147,7 @@ def _json_object(text: str, documented: Sequence[str]) -> Tuple[Parsed, Optional
     return parsed, _Object(document, "", documented, parsed)
 
 
-def _choice(value: Any, where: str, choices: Sequence[str], parsed: Parsed) -> Optional[str]:
+def _choice(value: Any, where: str, choices: Sequence[str], parsed: Parsed) -> str | None:
     """The documented spelling of `value` among `choices` (matched regardless of case)."""
     match = next((c for c in choices if isinstance(value, str) and c.lower() == value.lower()), None)
     if match is None:
@@ -156,7 +157,7 @@ def _choice(value: Any, where: str, choices: Sequence[str], parsed: Parsed) -> O
     return match
 
 
-def _key_columns(value: Any, parsed: Parsed) -> Tuple[str, ...]:
+def _key_columns(value: Any, parsed: Parsed) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(k, str) and k for k in value):
         parsed.errors.append(f"keyColumns must be a list of column names, got {value!r}")
         return ()
@@ -167,7 +168,7 @@ def _key_columns(value: Any, parsed: Parsed) -> Tuple[str, ...]:
     return tuple(value)
 
 
-def _character(properties: _Object, name: str, default: Optional[str], parsed: Parsed) -> Optional[str]:
+def _character(properties: _Object, name: str, default: str | None, parsed: Parsed) -> str | None:
     """A one-character property; "" means none."""
     value = properties.get(name, default)
     if value is None or value == "":
@@ -177,7 +178,7 @@ def _character(properties: _Object, name: str, default: Optional[str], parsed: P
     return value
 
 
-def _declared_columns(value: Any, parsed: Parsed) -> Tuple[DeclaredColumn, ...]:
+def _declared_columns(value: Any, parsed: Parsed) -> tuple[DeclaredColumn, ...]:
     definition = _Object(value, "SchemaDefinition.", ("Columns",), parsed) if isinstance(value, dict) else None
     columns = definition.get("Columns") if definition else None
     if not isinstance(columns, list) or not columns:
@@ -205,7 +206,7 @@ def _declared_columns(value: Any, parsed: Parsed) -> Tuple[DeclaredColumn, ...]:
     return tuple(declared)
 
 
-def _delimited_text(table: _Object, keys: Sequence[str], parsed: Parsed) -> Optional[DelimitedText]:
+def _delimited_text(table: _Object, keys: Sequence[str], parsed: Parsed) -> DelimitedText | None:
     extension = table.get("FileExtension")
     if not isinstance(extension, str) or not extension.strip("."):
         parsed.errors.append(f"FileExtension is required for DelimitedText (e.g. \"csv\"), got {extension!r}")
@@ -271,7 +272,9 @@ def parse_table_metadata(text: str) -> Parsed:
             parsed.errors.append(f"FileExtension {extension!r} with Parquet files: Parquet files end with .parquet")
         for ignored in ("FileFormatTypeProperties", "SchemaDefinition"):
             if ignored in table.values:
-                parsed.warnings.append(f"{ignored} is read for DelimitedText tables only; Parquet files carry their own types")
+                parsed.warnings.append(
+                    f"{ignored} is read for DelimitedText tables only; Parquet files carry their own types"
+                )
     if not parsed.errors:
         parsed.metadata = TableMetadata(keys, detection or SEQUENTIAL, upsert_default is True, delimited_text)
     return parsed

@@ -9,7 +9,7 @@ documents are not versioned.
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 from dbt.adapters.openmirror.rules.landing_zone import DEFAULT_SCHEMA
 
@@ -20,9 +20,9 @@ REPLICATOR_FILE = "replicator.json"
 @dataclass(frozen=True)
 class MirroredTable:
     status: str
-    processed_rows: Optional[int] = None
-    last_sync: Optional[str] = None
-    error: Optional[str] = None
+    processed_rows: int | None = None
+    last_sync: str | None = None
+    error: str | None = None
 
     def describe(self) -> str:
         text = self.status
@@ -35,7 +35,7 @@ class MirroredTable:
         return text
 
 
-def _error(document: Dict[str, Any]) -> Optional[str]:
+def _error(document: dict[str, Any]) -> str | None:
     code, message = document.get("errorCode"), document.get("errorMessage")
     if code and message:
         return f"{code}: {message}"
@@ -49,7 +49,7 @@ def _json(text: str, what: str) -> Any:
         raise ValueError(f"{what} is not valid JSON ({exc})") from exc
 
 
-def parse_tables(text: str, where: str = TABLES_FILE) -> Dict[Tuple[str, str], MirroredTable]:
+def parse_tables(text: str, where: str = TABLES_FILE) -> dict[tuple[str, str], MirroredTable]:
     """(schema, table) → its status, from a `tables.json` text."""
     document = _json(text, where)
     entries = document.get("tables", []) if isinstance(document, dict) else []
@@ -58,8 +58,8 @@ def parse_tables(text: str, where: str = TABLES_FILE) -> Dict[Tuple[str, str], M
         if not isinstance(entry, dict) or not entry.get("sourceTableName"):
             continue
         schema = entry.get("sourceSchemaName") or DEFAULT_SCHEMA
-        metrics = entry.get("metrics") if isinstance(entry.get("metrics"), dict) else {}
-        rows = metrics.get("processedRows")
+        metrics = entry.get("metrics")
+        rows = metrics.get("processedRows") if isinstance(metrics, dict) else None
         tables[(schema, entry["sourceTableName"])] = MirroredTable(
             status=str(entry.get("status") or "Unknown"),
             processed_rows=int(rows) if isinstance(rows, (int, float, str)) and str(rows).isdigit() else None,
@@ -69,7 +69,7 @@ def parse_tables(text: str, where: str = TABLES_FILE) -> Dict[Tuple[str, str], M
     return tables
 
 
-def replicator_status(text: str, where: str = REPLICATOR_FILE) -> Optional[str]:
+def replicator_status(text: str, where: str = REPLICATOR_FILE) -> str | None:
     """The mirrored database's replication status (`Running`, `Stopped`, ...), if it says one."""
     try:
         document = _json(text, where)

@@ -10,7 +10,9 @@ from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
 ROW_MARKER_POSITIONS = ("last", "first")
-ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", "ignore")
+#: Publishes only the columns the snapshot has (schema_plan.py); not offered in package mode.
+IGNORE = "ignore"
+ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", IGNORE)
 #: When a run publishes: as it runs, or after the model's tests passed (audit.py).
 ON_RUN, AFTER_TESTS = "on_run", "after_tests"
 PUBLISH = (ON_RUN, AFTER_TESTS)

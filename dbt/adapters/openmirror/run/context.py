@@ -23,8 +23,6 @@ class RunContext:
     staging_mode: Callable[[], str]
     #: dbt was cancelled (Ctrl-C) while a model ran.
     interrupted: Callable[[], bool]
-    #: Called with a name just before the snapshot rename (fault-injection tests use it).
-    checkpoint: Callable[[str], None]
     #: Log a warning about the running model (an error under --warn-error).
     warn: Callable[[str], None]
     info: Callable[[str], None]

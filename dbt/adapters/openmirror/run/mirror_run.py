@@ -328,14 +328,13 @@ class MirrorRun:
 
     def _replace_snapshot(self) -> None:
         """The new output becomes `{{ this }}`; the old one is dropped. The one place the
-        snapshot is renamed: the checkpoint just before it lets fault-injection tests stop here."""
+        snapshot is renamed."""
         catalog, relations = self.context.catalog, self.relations
         existing = catalog.find(relations.target)
         if existing is not None:
             if catalog.find(relations.backup):
                 catalog.drop(relations.backup)
             catalog.rename(existing, relations.backup)
-            self.context.checkpoint(f"rename snapshot {relations.new_output} -> {relations.target}")
         catalog.rename(relations.new_output, relations.target)
         if existing is not None:
             catalog.drop(relations.backup)

@@ -6,7 +6,7 @@ import uuid
 from typing import Callable, Optional
 
 from dbt.adapters.openmirror.publishing.staging import choose_mode
-from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
+from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
 from dbt.adapters.openmirror.run.statements import Statements
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -39,7 +39,7 @@ class StagingModeChoice:
 
     def spark_can_write(self) -> bool:
         """A probe write into the landing zone's _scratchPad."""
-        probe = f"{SCRATCH_FOLDER}/dbt-openmirror/probe-{uuid.uuid4().hex}"
+        probe = f"{STAGING_ROOT}/probe-{uuid.uuid4().hex}"
         uri = self.storage.spark_uri(probe)
         try:
             self.statements.execute(

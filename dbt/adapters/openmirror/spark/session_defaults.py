@@ -12,8 +12,9 @@ Only the first SparkSession of a process applies static settings; dbt creates it
 """
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any
 
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
@@ -26,9 +27,9 @@ CONSOLE_DEFAULTS = {
 METASTORE_URL_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionURL", "javax.jdo.option.ConnectionURL")
 
 
-def session_parameters(user: Mapping[str, Any], project_root: Optional[Path]) -> Dict[str, Any]:
+def session_parameters(user: Mapping[str, Any], project_root: Path | None) -> dict[str, Any]:
     """The profile's `server_side_parameters` with defaults for the keys it does not set."""
-    defaults: Dict[str, Any] = dict(CONSOLE_DEFAULTS)
+    defaults: dict[str, Any] = dict(CONSOLE_DEFAULTS)
     if project_root is not None:
         defaults["spark.sql.warehouse.dir"] = str(project_root / "spark-warehouse")
         if not any(key in user for key in METASTORE_URL_KEYS):

@@ -7,7 +7,6 @@ class and its message, and the root cause's when a "Caused by:" chain ends elsew
 """
 
 import re
-from typing import List, Optional, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -29,7 +28,7 @@ _PY4J_CALL = re.compile(r"^An error occurred while calling \S+\.\n: ")
 _RUNNING_QUERY = re.compile(r"^Error running query: (\[[\w.]+\] )?")
 
 
-def error_text(exc: BaseException) -> Tuple[str, str]:
+def error_text(exc: BaseException) -> tuple[str, str]:
     """The Python class to name when the text names no Java one, and the error's full text, as
     dbt-spark's connections raise them: a pyspark exception, dbt-spark's DbtRuntimeError around
     a pyspark analysis error or around a Thrift error message, a py4j error, PyHive's status."""
@@ -37,8 +36,9 @@ def error_text(exc: BaseException) -> Tuple[str, str]:
         cause = exc.__cause__
         return (type(cause).__name__ if cause is not None else ""), exc.msg
     status = getattr(exc.args[0], "status", None) if exc.args else None
-    if getattr(status, "errorMessage", None):
-        return type(exc).__name__, str(status.errorMessage)
+    message = getattr(status, "errorMessage", None)
+    if message:
+        return type(exc).__name__, str(message)
     return type(exc).__name__, str(exc)
 
 
@@ -56,9 +56,9 @@ def short_cause(kind: str, text: str) -> str:
     return summary
 
 
-def _throwables(text: str) -> List[Tuple[Optional[str], str]]:
+def _throwables(text: str) -> list[tuple[str | None, str]]:
     """(class, message) of the head exception and of each "Caused by:" in turn."""
-    sections: List[List[str]] = [[]]
+    sections: list[list[str]] = [[]]
     in_frames = False
     for line in text.splitlines():
         if line.startswith("Caused by: "):
@@ -81,7 +81,7 @@ def _throwables(text: str) -> List[Tuple[Optional[str], str]]:
     return found
 
 
-def _message_lines(lines: List[str]) -> List[str]:
+def _message_lines(lines: list[str]) -> list[str]:
     """A message's own lines, without Spark's query context, plan or blank lines."""
     kept = []
     for line in (line.strip() for line in lines):
@@ -95,7 +95,7 @@ def _message_lines(lines: List[str]) -> List[str]:
     return kept
 
 
-def _unwrap(kind: Optional[str], message: str) -> Tuple[Optional[str], str]:
+def _unwrap(kind: str | None, message: str) -> tuple[str | None, str]:
     """The Thrift server reports every failure as a HiveSQLException whose message starts with
     the real exception: name that one."""
     if not _RUNNING_QUERY.match(message):
@@ -107,7 +107,7 @@ def _unwrap(kind: Optional[str], message: str) -> Tuple[Optional[str], str]:
     return kind, "\n".join(filter(None, [first, rest]))
 
 
-def _describe(kind: Optional[str], message: str) -> str:
+def _describe(kind: str | None, message: str) -> str:
     lines = message.splitlines()
     shown = [_clip(line) for line in lines[:MAX_MESSAGE_LINES]]
     if len(lines) > MAX_MESSAGE_LINES:

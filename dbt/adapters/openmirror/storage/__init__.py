@@ -1,7 +1,7 @@
 """Choose the storage backend once, from the profile's `landing_zone`."""
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
@@ -9,6 +9,9 @@ from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 from dbt.adapters.openmirror.storage.local import LocalStorage
 from dbt.adapters.openmirror.storage.location import decode_segment, is_remote, parse_location
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 __all__ = ["LandingZoneStorage", "LocalStorage", "canonical_landing_zone", "local_root", "open_landing_zone"]
 
@@ -48,7 +51,15 @@ def canonical_landing_zone(landing_zone: str) -> str:
     return str(local_root(landing_zone))
 
 
-def open_landing_zone(landing_zone: str, auth: Optional[AzureAuth] = None) -> LandingZoneStorage:
+def open_landing_zone(
+    landing_zone: str, auth: AzureAuth | None = None, credential: "TokenCredential | None" = None
+) -> LandingZoneStorage:
+    """The landing zone's backend. The adapter and the CLI open every landing zone here, looking
+    the function up on this module, so code that embeds them can replace it (the tests wrap the
+    storage to fail at a chosen operation, or sign in to a local DFS stand-in).
+
+    `credential`: an azure-core TokenCredential that signs OneLake's requests instead of the
+    azure-identity credential `auth` names."""
     if not is_remote(landing_zone):
         return LocalStorage(local_root(landing_zone))
     # Imported here: the Azure SDKs are only needed for remote landing zones.
@@ -56,4 +67,6 @@ def open_landing_zone(landing_zone: str, auth: Optional[AzureAuth] = None) -> La
     from dbt.adapters.openmirror.storage.onelake import OneLakeStorage
 
     auth = auth or AzureAuth()
-    return OneLakeStorage(parse_location(landing_zone), token_credential(auth), auth)
+    if credential is None:
+        credential = token_credential(auth)
+    return OneLakeStorage(parse_location(landing_zone), credential, auth)

@@ -4,7 +4,6 @@ The storage SDK asks every credential for the Storage audience (`https://storage
 the one OneLake accepts (spec section 6).
 """
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
@@ -14,10 +13,6 @@ DEFAULT, SERVICE_PRINCIPAL, MANAGED_IDENTITY, CLI = "default", "service_principa
 AUTH_METHODS = (DEFAULT, SERVICE_PRINCIPAL, MANAGED_IDENTITY, CLI)
 STORAGE_SCOPE = "https://storage.azure.com/.default"
 MASK = "****"
-
-#: Test tool, not part of the profile contract: a fixed bearer token instead of azure-identity,
-#: for a local DFS stand-in that accepts it.
-TEST_TOKEN = "DBT_OPENMIRROR_TEST_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -50,31 +45,8 @@ class AzureAuth:
         return text
 
 
-class StaticTokenCredential:
-    """Test tool: a TokenCredential that always returns the same token."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token
-        self.scopes_requested: list = []
-
-    def get_token(self, *scopes: str, **kwargs: Any):
-        from azure.core.credentials import AccessToken
-
-        self.scopes_requested.append(scopes)
-        return AccessToken(self._token, 2**31 - 1)
-
-    def get_token_info(self, *scopes: str, options: Any = None):
-        from azure.core.credentials import AccessTokenInfo
-
-        self.scopes_requested.append(scopes)
-        return AccessTokenInfo(self._token, 2**31 - 1)
-
-
 def token_credential(auth: AzureAuth) -> Any:
     """The azure-identity credential for `auth` (imported here: local landing zones need none)."""
-    test_token = os.environ.get(TEST_TOKEN)
-    if test_token:
-        return StaticTokenCredential(test_token)
     import azure.identity as identity
 
     if auth.method == SERVICE_PRINCIPAL:

@@ -3,7 +3,7 @@
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, List, NamedTuple, Optional
+from typing import BinaryIO, NamedTuple
 
 from dbt.adapters.openmirror.errors import UnsafePathError
 from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
@@ -56,11 +56,11 @@ class LandingZoneStorage(ABC):
         """A URI under which Spark can write `path` directly."""
 
     @abstractmethod
-    def list_names(self, folder: str) -> List[str]:
+    def list_names(self, folder: str) -> list[str]:
         """Names of the files and folders directly in `folder`; empty when it does not exist."""
 
     @abstractmethod
-    def list_files(self, folder: str) -> List[StoredFile]:
+    def list_files(self, folder: str) -> list[StoredFile]:
         """The entries directly in `folder` with their sizes and times, in name order (one
         listing call, not one per file); empty when it does not exist."""
 
@@ -69,11 +69,11 @@ class LandingZoneStorage(ABC):
         """Whether a file or folder is at `path` ("" is the landing zone root)."""
 
     @abstractmethod
-    def read_text(self, path: str) -> Optional[str]:
+    def read_text(self, path: str) -> str | None:
         """A small file's text, or None when it does not exist."""
 
     @abstractmethod
-    def read_monitoring(self, name: str) -> Optional[str]:
+    def read_monitoring(self, name: str) -> str | None:
         """The mirror's status file `name` beside the landing zone (`<item>/Files/Monitoring/`),
         or None when there is none (or the landing zone is not an item's `Files/LandingZone`)."""
 
@@ -91,11 +91,11 @@ class LandingZoneStorage(ABC):
         """
 
     @abstractmethod
-    def read_versioned(self, path: str) -> Optional[Versioned]:
+    def read_versioned(self, path: str) -> Versioned | None:
         """A small file's text and version, or None when it does not exist."""
 
     @abstractmethod
-    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+    def write_text_if(self, path: str, text: str, expected: str | None) -> str:
         """Replace a small file only if it is still at version `expected` (None: only if there is
         none), atomically with respect to other conditional writes; return the new version.
         Otherwise raise WriteConflictError and change nothing."""

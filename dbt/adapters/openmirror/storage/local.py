@@ -7,9 +7,10 @@ import inspect
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Callable, Iterator, List, Optional, Type, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from dbt.adapters.openmirror.errors import (
     LandingZoneAccessError,
@@ -27,7 +28,7 @@ def _version(data: bytes) -> str:
 
 
 @contextmanager
-def _locked_content(target: Path) -> Iterator[Optional[bytes]]:
+def _locked_content(target: Path) -> Iterator[bytes | None]:
     """The bytes of the file at `target` (None when there is none), read under an exclusive
     `flock` held until the block ends; a file replaced while we waited for the lock is locked
     again as it is now. Without flock (Windows) the read and the caller's replace are two steps."""
@@ -55,7 +56,7 @@ def _locked_content(target: Path) -> Iterator[Optional[bytes]]:
 
 
 _REFUSED = {errno.EACCES, errno.EPERM, errno.EROFS}
-_Storage = TypeVar("_Storage", bound=Type[LandingZoneStorage])
+_Storage = TypeVar("_Storage", bound=type[LandingZoneStorage])
 
 
 def _access_refusals_named(storage_class: _Storage) -> _Storage:
@@ -104,13 +105,13 @@ class LocalStorage(LandingZoneStorage):
         # Hadoop reads the text after file:// as a plain path: no percent-encoding.
         return f"file://{self._resolve(path).as_posix()}"
 
-    def list_names(self, folder: str) -> List[str]:
+    def list_names(self, folder: str) -> list[str]:
         try:
             return sorted(os.listdir(self._resolve(folder)))
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def list_files(self, folder: str) -> List[StoredFile]:
+    def list_files(self, folder: str) -> list[StoredFile]:
         try:
             entries = list(os.scandir(self._resolve(folder)))
         except (FileNotFoundError, NotADirectoryError):
@@ -127,19 +128,19 @@ class LocalStorage(LandingZoneStorage):
     def exists(self, path: str) -> bool:
         return self._resolve(path).exists()
 
-    def read_text(self, path: str) -> Optional[str]:
+    def read_text(self, path: str) -> str | None:
         try:
             return self._resolve(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
 
-    def _monitoring_folder(self) -> Optional[Path]:
+    def _monitoring_folder(self) -> Path | None:
         # A OneLake item mounted locally (e.g. OneLake file explorer): Files/Monitoring is a sibling.
         if [part.lower() for part in self.root.parts[-2:]] != ["files", "landingzone"]:
             return None
         return self.root.parent / "Monitoring"
 
-    def read_monitoring(self, name: str) -> Optional[str]:
+    def read_monitoring(self, name: str) -> str | None:
         folder = self._monitoring_folder()
         try:
             return None if folder is None else (folder / name).read_text(encoding="utf-8")
@@ -177,14 +178,14 @@ class LocalStorage(LandingZoneStorage):
         finally:
             temporary.unlink(missing_ok=True)
 
-    def read_versioned(self, path: str) -> Optional[Versioned]:
+    def read_versioned(self, path: str) -> Versioned | None:
         try:
             data = self._resolve(path).read_bytes()
         except FileNotFoundError:
             return None
         return Versioned(data.decode("utf-8"), _version(data))
 
-    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+    def write_text_if(self, path: str, text: str, expected: str | None) -> str:
         if expected is None:
             try:
                 self.write_text(path, text, create_only=True)

@@ -14,7 +14,6 @@ it is checked.
 
 import re
 from dataclasses import dataclass
-from typing import List, Optional
 from urllib.parse import quote, unquote, urlparse, urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
@@ -54,7 +53,7 @@ class DfsLocation:
         return f"abfss://{self.filesystem}@{self.host}/{full}"
 
     @property
-    def monitoring_root(self) -> Optional[str]:
+    def monitoring_root(self) -> str | None:
         """`<item>/Files/Monitoring`, the service's status files next to `Files/LandingZone`."""
         parts = self.root.split("/")
         if tuple(p.lower() for p in parts[-2:]) != tuple(p.lower() for p in LANDING_ZONE_PATH):
@@ -92,7 +91,7 @@ def decode_segment(segment: str, landing_zone: str) -> str:
     return name
 
 
-def _segments(path: str, landing_zone: str) -> List[str]:
+def _segments(path: str, landing_zone: str) -> list[str]:
     segments = [decode_segment(s, landing_zone) for s in path.split("/") if s]
     for segment in segments:
         if segment in (".", "..") or _BAD_SEGMENT.search(segment):

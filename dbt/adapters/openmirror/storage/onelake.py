@@ -12,8 +12,9 @@ import contextlib
 import io
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import quote
 
 from azure.core.exceptions import (
@@ -57,7 +58,7 @@ class OneLakeStorage(LandingZoneStorage):
         self,
         location: DfsLocation,
         credential: Any,
-        auth: Optional[AzureAuth] = None,
+        auth: AzureAuth | None = None,
         retry: RetrySettings = RetrySettings(),
         upload_chunk_bytes: int = UPLOAD_CHUNK_BYTES,
         upload_concurrency: int = UPLOAD_CONCURRENCY,
@@ -105,17 +106,15 @@ class OneLakeStorage(LandingZoneStorage):
         except HttpResponseError as exc:
             if exc.status_code in (401, 403):
                 raise self._access_error(what, exc.status_code, exc) from None
-            error = LandingZoneServiceError(
-                self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}")
-            )
-            error.status_code = exc.status_code
-            raise error from None
+            raise LandingZoneServiceError(
+                self.auth.mask(f"{what} in {self.location} failed: {_describe(exc)}"), exc.status_code
+            ) from None
         except AzureError as exc:
             raise LandingZoneServiceError(
                 self.auth.mask(f"{what} in {self.location} failed after retries: {exc}")
             ) from None
 
-    def _access_error(self, what: str, status: Optional[int], exc: Exception) -> LandingZoneAccessError:
+    def _access_error(self, what: str, status: int | None, exc: HttpResponseError) -> LandingZoneAccessError:
         if status == 401:
             cause = (
                 "the service rejected the token. Likely cause: a token for the wrong audience "
@@ -137,10 +136,10 @@ class OneLakeStorage(LandingZoneStorage):
 
     # -- reading --------------------------------------------------------------------------------
 
-    def list_names(self, folder: str) -> List[str]:
+    def list_names(self, folder: str) -> list[str]:
         full = self._full(folder)
 
-        def names() -> List[str]:
+        def names() -> list[str]:
             paths = self._filesystem.get_paths(path=full or None, recursive=False)
             return sorted(p.name.rsplit("/", 1)[-1] for p in paths if p.name.strip("/") != full)
 
@@ -153,10 +152,10 @@ class OneLakeStorage(LandingZoneStorage):
                 return []
             raise
 
-    def list_files(self, folder: str) -> List[StoredFile]:
+    def list_files(self, folder: str) -> list[StoredFile]:
         full = self._full(folder)
 
-        def files() -> List[StoredFile]:
+        def files() -> list[StoredFile]:
             paths = self._filesystem.get_paths(path=full or None, recursive=False)
             return sorted(
                 (StoredFile(p.name.rsplit("/", 1)[-1], bool(p.is_directory), p.content_length or 0,
@@ -181,10 +180,10 @@ class OneLakeStorage(LandingZoneStorage):
             return False
         return not (properties.metadata or {}).get("hdi_isfolder")
 
-    def read_text(self, path: str) -> Optional[str]:
+    def read_text(self, path: str) -> str | None:
         return self._read_whole(self._full(path), path)
 
-    def read_monitoring(self, name: str) -> Optional[str]:
+    def read_monitoring(self, name: str) -> str | None:
         folder = self.where.monitoring_root
         return None if folder is None else self._read_whole(f"{folder}/{name}", f"../Monitoring/{name}")
 
@@ -205,7 +204,7 @@ class OneLakeStorage(LandingZoneStorage):
             raise
         return True
 
-    def _read_whole(self, full: str, shown: str) -> Optional[str]:
+    def _read_whole(self, full: str, shown: str) -> str | None:
         client = self._filesystem.get_file_client(full)
         try:
             data = self._call(f"reading {shown}", lambda: client.download_file().readall())
@@ -213,7 +212,7 @@ class OneLakeStorage(LandingZoneStorage):
             return None
         return data.decode("utf-8")
 
-    def read_versioned(self, path: str) -> Optional[Versioned]:
+    def read_versioned(self, path: str) -> Versioned | None:
         client = self._filesystem.get_file_client(self._full(path))
         try:
             download = self._call(f"reading {path}", client.download_file)
@@ -258,7 +257,7 @@ class OneLakeStorage(LandingZoneStorage):
     def write_text(self, path: str, text: str, create_only: bool) -> None:
         self._write_small(path, text, _CREATE_ONLY if create_only else {})
 
-    def write_text_if(self, path: str, text: str, expected: Optional[str]) -> str:
+    def write_text_if(self, path: str, text: str, expected: str | None) -> str:
         """The rename into place carries `If-Match: <ETag>` (or `If-None-Match: *`), so the
         service itself refuses to replace a version someone else wrote."""
         try:
@@ -267,7 +266,7 @@ class OneLakeStorage(LandingZoneStorage):
             raise WriteConflictError(f"{path} was changed by someone else since it was read") from None
         return etag or self._properties(path).etag
 
-    def _write_small(self, path: str, text: str, conditions: Dict[str, str]) -> Optional[str]:
+    def _write_small(self, path: str, text: str, conditions: dict[str, str]) -> str | None:
         target = PurePosixPath(path)
         # The temporary name starts with '_' so the mirror never picks it up.
         temporary = str(target.with_name(f"_{target.name}.{uuid.uuid4().hex}.tmp"))
@@ -296,12 +295,12 @@ class OneLakeStorage(LandingZoneStorage):
     def rename_create_only(self, source: str, target: str) -> None:
         self._rename(source, target, _CREATE_ONLY)
 
-    def _rename(self, source: str, target: str, conditions: Dict[str, str]) -> Optional[str]:
+    def _rename(self, source: str, target: str, conditions: dict[str, str]) -> str | None:
         return self._move(self._full(source), self._full(target), conditions, source, target)
 
     def _move(
-        self, source_full: str, target_full: str, conditions: Dict[str, str], source: str, target: str
-    ) -> Optional[str]:
+        self, source_full: str, target_full: str, conditions: dict[str, str], source: str, target: str
+    ) -> str | None:
         """Rename by full paths inside the filesystem under the conditions on the target
         (`source` and `target` are shown in messages); the target's new ETag when the answer
         said it."""
@@ -329,7 +328,7 @@ class OneLakeStorage(LandingZoneStorage):
         return None
 
     def _send_rename(
-        self, source_full: str, target_full: str, conditions: Dict[str, str], source: str, target: str
+        self, source_full: str, target_full: str, conditions: dict[str, str], source: str, target: str
     ) -> Any:
         """`PUT <target>` with `x-ms-rename-source`, through the SDK's whole pipeline (bearer
         token, retries, logging with the Authorization header redacted)."""
@@ -366,7 +365,7 @@ class OneLakeStorage(LandingZoneStorage):
             except ResourceExistsError:  # 409: the service still holds the folder
                 pass
             except LandingZoneServiceError as exc:
-                if getattr(exc, "status_code", None) not in _FOLDER_BUSY:
+                if exc.status_code not in _FOLDER_BUSY:
                     raise
             if not self.exists(folder):
                 return
@@ -419,7 +418,7 @@ class _RangedReader(io.RawIOBase):
         return len(data)
 
 
-def _error_code(response: Any) -> Optional[str]:
+def _error_code(response: Any) -> str | None:
     code = response.headers.get("x-ms-error-code")
     if code:
         return code

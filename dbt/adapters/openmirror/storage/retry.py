@@ -8,7 +8,7 @@ built with this one instead (azure-core's RetryPolicy, which does both, plus jit
 
 import random
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any
 
 from azure.core.pipeline.policies import RetryPolicy
 
@@ -33,7 +33,7 @@ class TransientFaultRetry(RetryPolicy):
             retry_backoff_max=settings.max_backoff_seconds,
         )
 
-    def configure_retries(self, options: Dict[str, Any]) -> Dict[str, Any]:
+    def configure_retries(self, options: dict[str, Any]) -> dict[str, Any]:
         # The storage SDK's host policy leaves these for its own retry policy to consume; passed on
         # to the transport they would become unknown keyword arguments of the HTTP call.
         for key in ("hosts", "location_mode", "retry_to_secondary"):
@@ -47,7 +47,7 @@ class TransientFaultRetry(RetryPolicy):
         response.http_response.location_mode = "primary"
         return response
 
-    def get_backoff_time(self, settings: Dict[str, Any]) -> float:
+    def get_backoff_time(self, settings: dict[str, Any]) -> float:
         """backoff * 2^(n-1), capped, with 'full jitter' so many clients do not retry in step.
         (A `Retry-After` from the service takes precedence; azure-core sleeps that instead.)"""
         attempt = max(1, len(settings["history"]))

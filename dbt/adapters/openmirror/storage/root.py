@@ -6,7 +6,7 @@ a root that is missing is a mistake unless the profile asks for it to be created
 """
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage

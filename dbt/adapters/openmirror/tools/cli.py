@@ -26,9 +26,9 @@ from dbt.adapters.openmirror.rules.monitoring import (
 )
 from dbt.adapters.openmirror.package.publish import PackagePublisher, staged_runs
 from dbt.adapters.openmirror.publishing.publisher import Publisher
-from dbt.adapters.openmirror.storage import LandingZoneStorage, open_landing_zone
+from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
+from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
-from dbt.adapters.openmirror.storage.faults import FaultInjectingStorage, FaultInjector
 from dbt.adapters.openmirror.tools.validate import ERROR, validate
 from dbt.adapters.openmirror.tools.webhook import DEFAULT_MAX_AGE_SECONDS, WebhookReceiver
 
@@ -39,9 +39,7 @@ def _landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
     """The landing zone named on the command line; OneLake sign-in from the options (the client
     secret only from AZURE_CLIENT_SECRET, never from the command line)."""
     auth = AzureAuth(args.auth, args.tenant_id, args.client_id, os.environ.get("AZURE_CLIENT_SECRET"))
-    storage = open_landing_zone(args.landing_zone, auth)
-    injector = FaultInjector.from_environment()  # test tool only, see storage/faults.py
-    return FaultInjectingStorage(storage, injector) if injector is not None else storage
+    return landing_zone_storage.open_landing_zone(args.landing_zone, auth)
 
 
 def _existing_landing_zone(args: argparse.Namespace) -> LandingZoneStorage:

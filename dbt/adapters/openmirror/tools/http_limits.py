@@ -13,7 +13,11 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict
+from socketserver import BaseRequestHandler
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ class ConnectionSlots:
             raise ValueError("the connection limit must be at least 1")
         self._limit = limit
         self._request_seconds = request_seconds
-        self._open: Dict[socket.socket, _Connection] = {}
+        self._open: dict[socket.socket, _Connection] = {}
         self._changed = threading.Condition()
 
     def admit(self, sock: socket.socket) -> bool:
@@ -101,7 +105,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: "WriteableBuffer") -> int:
         connection = self._connection
         remaining = connection.deadline - time.monotonic()
         if remaining <= 0 or connection.evicted:
@@ -125,11 +129,14 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     # retried by its client only after a second or more; `slots` decides who is served instead.
     request_queue_size = 128
 
-    def __init__(self, address, handler, slots: ConnectionSlots):
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseRequestHandler], slots: ConnectionSlots
+    ) -> None:
         self.slots = slots
         super().__init__(address, handler)
 
-    def process_request(self, request, client_address) -> None:
+    # A TCP server is handed a socket per request (the base class also allows a datagram's tuple).
+    def process_request(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         if not self.slots.admit(request):
             logger.warning("closed a connection from %s unanswered: all connections are busy", client_address[0])
             self.shutdown_request(request)
@@ -140,13 +147,13 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             self.slots.release(request)
             raise
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release(request)
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         """Into the log, not socketserver's traceback on stderr: a client gone before its answer
         is ordinary; anything else is a defect and keeps its traceback."""
         error = sys.exc_info()[1]
@@ -159,6 +166,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 class BoundedRequestHandler(BaseHTTPRequestHandler):
     """Reads one request (HTTP/1.0) through its connection's deadline; a subclass calls
     `request_received` once it has read all it will read."""
+
+    server: BoundedHTTPServer
 
     def setup(self) -> None:
         super().setup()

@@ -7,13 +7,15 @@ works but is probably not intended.
 """
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, staged_runs
 from dbt.adapters.openmirror.rules.column_rules import (
     TableColumns,
     first_null,
@@ -40,7 +42,6 @@ from dbt.adapters.openmirror.rules.metadata_files import (
     parse_partner_events,
     parse_table_metadata,
 )
-from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, staged_runs
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
 
 ERROR, WARNING = "error", "warning"
@@ -71,18 +72,18 @@ class _TableState:
 
     def __init__(self) -> None:
         self.columns = TableColumns()
-        self.marked: Optional[str] = None  # the first file with a row marker
+        self.marked: str | None = None  # the first file with a row marker
 
 
 class LandingZoneValidator:
     def __init__(self, storage: LandingZoneStorage) -> None:
         self.storage = storage
-        self.findings: List[Finding] = []
+        self.findings: list[Finding] = []
 
     def _add(self, severity: str, where: str, message: str) -> None:
         self.findings.append(Finding(severity, where, message))
 
-    def validate(self) -> List[Finding]:
+    def validate(self) -> list[Finding]:
         self._partner_events()
         # Package mode's manifest, and the runs it lists as waiting for `dbt-openmirror publish`.
         expected = {MANIFEST_FOLDER, *(run.staged_folder for run in staged_runs(self.storage))}
@@ -109,7 +110,7 @@ class LandingZoneValidator:
         for message in parsed.warnings:
             self._add(WARNING, PARTNER_EVENTS_FILE, message)
 
-    def _scratch_leftovers(self, folder: str, expected: Set[str]) -> None:
+    def _scratch_leftovers(self, folder: str, expected: set[str]) -> None:
         for name in self.storage.list_names(folder):
             path = f"{folder}/{name}"
             if path in expected:
@@ -121,7 +122,7 @@ class LandingZoneValidator:
 
     # -- one table folder ----------------------------------------------------------------------
 
-    def _metadata(self, folder: str) -> Optional[TableMetadata]:
+    def _metadata(self, folder: str) -> TableMetadata | None:
         where = f"{folder}/{METADATA_FILE}"
         text = self.storage.read_text(where)
         if text is None:
@@ -146,7 +147,7 @@ class LandingZoneValidator:
         if metadata is None:
             return  # the mirror stops at the metadata: its files cannot be judged
         files = [f for f in self.storage.list_files(folder) if not f.name.startswith("_")]
-        processed: Dict[str, DataFile] = {}
+        processed: dict[str, DataFile] = {}
         for name in PROCESSED_FOLDERS:
             for file in self.storage.list_files(f"{folder}/{name}"):
                 processed.setdefault(file.name, DataFile(f"{folder}/{name}/{file.name}", file, pending=False))
@@ -158,10 +159,10 @@ class LandingZoneValidator:
         for data_file in order:
             self._data_file(data_file, metadata, state)
 
-    def _by_number(self, folder: str, files: List[StoredFile], processed: Dict[str, DataFile],
-                   metadata: TableMetadata) -> List[DataFile]:
+    def _by_number(self, folder: str, files: list[StoredFile], processed: dict[str, DataFile],
+                   metadata: TableMetadata) -> list[DataFile]:
         extension = metadata.extension
-        numbers: Dict[int, DataFile] = {}
+        numbers: dict[int, DataFile] = {}
         for file in files:
             path = f"{folder}/{file.name}"
             number = parse_sequence_number(file.name, extension)
@@ -178,14 +179,14 @@ class LandingZoneValidator:
         if ordered and ordered[0] != 1:
             self._add(ERROR, folder, f"{1:020d}.{extension} is missing: numbering starts at 1, and every "
                       "later file waits for it")
-        for before, after in zip(ordered, ordered[1:]):
+        for before, after in pairwise(ordered):
             if after != before + 1:
                 self._add(ERROR, folder, f"{before + 1:020d}.{extension} is missing: every later file waits "
                           "behind the gap")
         return [numbers[n] for n in ordered]
 
-    def _by_update_time(self, folder: str, files: List[StoredFile], processed: Dict[str, DataFile],
-                        metadata: TableMetadata) -> List[DataFile]:
+    def _by_update_time(self, folder: str, files: list[StoredFile], processed: dict[str, DataFile],
+                        metadata: TableMetadata) -> list[DataFile]:
         extension = metadata.extension
         pending = []
         for file in files:
@@ -198,7 +199,7 @@ class LandingZoneValidator:
             else:
                 pending.append(DataFile(path, file, pending=True))
         pending.sort(key=lambda d: (d.file.last_modified, d.file.name))
-        for before, after in zip(pending, pending[1:]):
+        for before, after in pairwise(pending):
             if before.file.last_modified == after.file.last_modified:
                 self._add(WARNING, after.path, f"same last-modified time as {before.file.name}: the order in "
                           "which the service applies them is undefined")
@@ -259,10 +260,12 @@ class LandingZoneValidator:
             self._add(ERROR, path, f"key columns {missing} are absent")
         return not changes and not missing
 
-    def _rows(self, path: str, batches: Iterator[pa.RecordBatch], metadata: TableMetadata, columns: TableColumns) -> None:
+    def _rows(
+        self, path: str, batches: Iterator[pa.RecordBatch], metadata: TableMetadata, columns: TableColumns
+    ) -> None:
         keys = list(metadata.key_columns)
         required = [c.name for c in columns.columns if not c.nullable]
-        reported: Set[str] = set()
+        reported: set[str] = set()
         offset = 0
         for batch in batches:
             table = pa.Table.from_batches([batch])
@@ -274,8 +277,14 @@ class LandingZoneValidator:
             offset += batch.num_rows
 
     @staticmethod
-    def _row_problems(table: pa.Table, markers: Optional[pa.ChunkedArray], keys: List[str], required: List[str],
-                      metadata: TableMetadata, reported: Set[str]) -> Iterator[Tuple[str, Tuple[int, str, str]]]:
+    def _row_problems(
+        table: pa.Table,
+        markers: pa.ChunkedArray | None,
+        keys: list[str],
+        required: list[str],
+        metadata: TableMetadata,
+        reported: set[str],
+    ) -> Iterator[tuple[str, tuple[int, str, str]]]:
         """(kind, (row, severity, message)) of each kind of row problem not yet reported."""
         if markers is not None and "marker" not in reported:
             problem = marker_problem(markers, keyed=bool(keys))
@@ -298,7 +307,7 @@ class LandingZoneValidator:
                 yield "full", (row, WARNING, "UPDATE/UPSERT row with only its key set: updates must carry the full row")
 
 
-def _published_keys(record: Optional[str]) -> Optional[List[str]]:
+def _published_keys(record: str | None) -> list[str] | None:
     """The key columns our publisher's record (`_dbt_openmirror.json`) says it published with."""
     try:
         keys = json.loads(record).get("keyColumns") if record is not None else None
@@ -307,5 +316,5 @@ def _published_keys(record: Optional[str]) -> Optional[List[str]]:
     return keys if isinstance(keys, list) and keys else None
 
 
-def validate(storage: LandingZoneStorage) -> List[Finding]:
+def validate(storage: LandingZoneStorage) -> list[Finding]:
     return LandingZoneValidator(storage).validate()

@@ -22,10 +22,11 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import Message
-from typing import Callable, Iterable, Optional, Tuple
+from typing import Any
 
 from dbt.adapters.openmirror.tools.http_limits import BoundedHTTPServer, BoundedRequestHandler, ConnectionSlots
 
@@ -91,7 +92,7 @@ def sign(secret: bytes, body: bytes) -> str:
     return hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def signature_matches(secret: bytes, body: bytes, authorization: Optional[str]) -> bool:
+def signature_matches(secret: bytes, body: bytes, authorization: str | None) -> bool:
     if not authorization:
         return False
     # Constant time, so the comparison does not tell an attacker how many characters were right.
@@ -165,7 +166,7 @@ class RecentEvents:
     def __init__(self, max_age_seconds: float, limit: int = DEFAULT_REMEMBERED_EVENTS):
         self._keep_seconds = 2 * max_age_seconds
         self._limit = limit
-        self._accepted = OrderedDict()  # event id -> when it was accepted, oldest first
+        self._accepted: OrderedDict[str, float] = OrderedDict()  # event id -> when accepted, oldest first
         self._lock = threading.Lock()
 
     def remember(self, event_id: str, now: float) -> bool:
@@ -252,16 +253,13 @@ class WebhookReceiver:
         self._job_ids = frozenset(str(j) for j in job_ids)
         self.max_body_bytes = max_body_bytes
         self._recent = RecentEvents(max_age_seconds)
-        self._server = BoundedHTTPServer(
-            (host, port), _WebhookHandler, ConnectionSlots(max_connections, request_seconds)
-        )
-        self._server.receiver = self
+        self._server = _WebhookServer((host, port), self, ConnectionSlots(max_connections, request_seconds))
         self._worker = PublishWorker(publish)
-        self._serving: Optional[threading.Thread] = None
+        self._serving: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}{WEBHOOK_PATH}"
 
     def start(self) -> "WebhookReceiver":
@@ -294,10 +292,10 @@ class WebhookReceiver:
     def __enter__(self) -> "WebhookReceiver":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def receive(self, authorization: Optional[str], body: bytes) -> Tuple[int, str]:
+    def receive(self, authorization: str | None, body: bytes) -> tuple[int, str]:
         """(status, message) for a POST to the webhook path; Rejected for a refused one."""
         # Signature first: nothing of an unauthenticated body is parsed or believed.
         if not signature_matches(self._secret, body, authorization):
@@ -329,11 +327,20 @@ class WebhookReceiver:
         return 202, "publish requested"
 
 
+class _WebhookServer(BoundedHTTPServer):
+    """The HTTP server of one receiver, which its handlers answer for."""
+
+    def __init__(self, address: tuple[str, int], receiver: WebhookReceiver, slots: ConnectionSlots) -> None:
+        self.receiver = receiver
+        super().__init__(address, _WebhookHandler, slots)
+
+
 class _WebhookHandler(BoundedRequestHandler):
     server_version = "dbt-openmirror-webhook"
+    server: _WebhookServer
 
     def do_POST(self) -> None:
-        receiver: WebhookReceiver = self.server.receiver
+        receiver = self.server.receiver
         try:
             body = self._read_body(receiver.max_body_bytes)
             if not self._is_webhook_path():
@@ -369,7 +376,7 @@ class _WebhookHandler(BoundedRequestHandler):
             raise Rejected(400, "the body is shorter than its Content-Length")
         return body
 
-    def _answer(self, status: int, message: str, headers: Optional[dict] = None) -> None:
+    def _answer(self, status: int, message: str, headers: dict | None = None) -> None:
         data = (message + "\n").encode()
         self.send_response(status)
         for name, value in {"Content-Type": "text/plain; charset=utf-8", **(headers or {})}.items():
@@ -378,8 +385,8 @@ class _WebhookHandler(BoundedRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args) -> None:  # the request line only, never headers
+    def log_message(self, format: str, *args: Any) -> None:  # the request line only, never headers
         logger.debug("%s %s", self.address_string(), loggable(format % args))
 
-    def log_error(self, format: str, *args) -> None:  # malformed requests, timeouts
+    def log_error(self, format: str, *args: Any) -> None:  # malformed requests, timeouts
         logger.warning("%s %s", self.address_string(), loggable(format % args))

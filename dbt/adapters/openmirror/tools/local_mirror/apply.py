@@ -7,7 +7,7 @@ Both are one Delta commit per file, so a file is applied entirely or not at all,
 same rows (`replay_rows` is the reference).
 """
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,10 +30,10 @@ def with_markers(rows: pa.Table, default_marker: int, keyed: bool) -> pa.Table:
     return rows.append_column(ROW_MARKER, markers.cast(pa.int32()))
 
 
-def replay_rows(current: List[Dict], changes: pa.Table, keys: Sequence[str]) -> List[Dict]:
+def replay_rows(current: list[dict], changes: pa.Table, keys: Sequence[str]) -> list[dict]:
     """Apply `changes` to `current` row by row, in file order (the reference semantics)."""
     rows = list(current)
-    positions: Dict[Tuple, List[int]] = {}
+    positions: dict[tuple, list[int]] = {}
     for i, row in enumerate(rows):
         positions.setdefault(tuple(row[k] for k in keys), []).append(i)
     removed: set = set()
@@ -49,7 +49,7 @@ def replay_rows(current: List[Dict], changes: pa.Table, keys: Sequence[str]) -> 
     return [row for i, row in enumerate(rows) if i not in removed]
 
 
-def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing: Optional[pa.Table]) -> bool:
+def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing: pa.Table | None) -> bool:
     """Whether one MERGE (or, into an empty table, one append) gives the same result as applying
     the rows in order: every key once in the file, no INSERT of a present key, and no key of the
     file that the table holds more than once (a MERGE would update each copy; in order, one row

@@ -18,9 +18,10 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Optional
 
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder, Schema, write_deltalake
@@ -50,11 +51,11 @@ class AppliedFile:
     number: int
     size: int
     modified: float
-    key_columns: Tuple[str, ...]
+    key_columns: tuple[str, ...]
     file_detection: str
     file_format: str
     #: (size, last modified) of `_metadata.json` when the file was applied; None without one.
-    metadata: Optional[Tuple[int, float]]
+    metadata: tuple[int, float] | None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -118,14 +119,14 @@ class MirroredTable:
     def _arrow_schema(self) -> pa.Schema:
         return pa.schema(self.delta.schema().to_arrow())
 
-    def read(self, names: Optional[Sequence[str]] = None) -> pa.Table:
+    def read(self, names: Sequence[str] | None = None) -> pa.Table:
         schema = self._arrow_schema()
         wanted = list(names) if names is not None else schema.names
         query = f"select {', '.join(_quoted(n) for n in wanted)} from t"
         rows = pa.table(QueryBuilder().register("t", self.delta).execute(query).read_all())
         return rows.cast(pa.schema([schema.field(n) for n in wanted]))
 
-    def last_applied(self) -> Optional[AppliedFile]:
+    def last_applied(self) -> AppliedFile | None:
         """The file of the latest data commit (schema commits in between carry none)."""
         for limit in (3, None):
             for commit in self.delta.history(limit):
@@ -136,7 +137,7 @@ class MirroredTable:
             return AppliedFile(f"{number:020d}.parquet", number, -1, -1.0, (), SEQUENTIAL, PARQUET, None)
         return None
 
-    def applied_names(self, since_version: int = -1) -> Set[str]:
+    def applied_names(self, since_version: int = -1) -> set[str]:
         """Names of the files applied by commits after `since_version`."""
         newer = self.delta.version() - since_version
         return {
@@ -183,7 +184,7 @@ class MirroredTable:
         schema = json.loads(self.delta.schema().to_json())
         configuration = dict(metadata.configuration)
         names = [c["name"] for c in schema["fields"]] + [c.name for c in added]
-        actions: List[Dict[str, Any]] = [{"commitInfo": {
+        actions: list[dict[str, Any]] = [{"commitInfo": {
             "timestamp": int(time.time() * 1000), "operation": "ADD COLUMNS" if added else "SET TBLPROPERTIES",
             "operationParameters": {"columns": json.dumps([c.name for c in added])},
             "clientVersion": "dbt-openmirror",
@@ -210,7 +211,7 @@ class MirroredTable:
         self._commit(version + 1, actions)
         self.delta = DeltaTable(str(self.path))
 
-    def _with_column_mapping(self) -> Dict[str, Any]:
+    def _with_column_mapping(self) -> dict[str, Any]:
         protocol = self.delta.protocol()
         if protocol.min_writer_version >= 7:  # table features: name the feature on both sides
             return {
@@ -221,7 +222,7 @@ class MirroredTable:
         return {"minReaderVersion": max(protocol.min_reader_version, 2),
                 "minWriterVersion": max(protocol.min_writer_version, 5)}
 
-    def _commit(self, version: int, actions: List[Dict[str, Any]]) -> None:
+    def _commit(self, version: int, actions: list[dict[str, Any]]) -> None:
         log = self.path / "_delta_log"
         entry = log / f"{version:020d}.json"
         temporary = log / f".{entry.name}.{uuid.uuid4().hex}.tmp"
@@ -236,6 +237,6 @@ class MirroredTable:
             temporary.unlink()
 
 
-def _delta_field(column: MirrorColumn) -> Dict[str, Any]:
+def _delta_field(column: MirrorColumn) -> dict[str, Any]:
     """One column as the Delta schema's JSON describes it."""
     return json.loads(Schema.from_arrow(pa.schema([column.field()])).to_json())["fields"][0]

@@ -2,10 +2,11 @@
 lock on a file in the target, which the OS drops when the holding process ends (even killed).
 POSIX `flock` or Windows `msvcrt.locking`, imported where used so the CLI starts everywhere."""
 
-import os
+import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 
 @contextmanager
@@ -13,7 +14,7 @@ def exclusive(path: Path) -> Iterator[None]:
     """Hold the lock on `path` for the block, waiting for another holder to let go."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+b") as handle:
-        if os.name == "nt":
+        if sys.platform == "win32":
             with _windows_lock(handle):
                 yield
         else:
@@ -23,19 +24,21 @@ def exclusive(path: Path) -> Iterator[None]:
             yield
 
 
-@contextmanager
-def _windows_lock(handle: BinaryIO) -> Iterator[None]:
-    import msvcrt
+if sys.platform == "win32":  # msvcrt exists only there
 
-    handle.seek(0)
-    while True:
-        try:
-            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # retries for 10 s, then OSError
-            break
-        except OSError:
-            continue
-    try:
-        yield
-    finally:
+    @contextmanager
+    def _windows_lock(handle: BinaryIO) -> Iterator[None]:
+        import msvcrt
+
         handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        while True:
+            try:
+                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # retries for 10 s, then OSError
+                break
+            except OSError:
+                continue
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)

@@ -10,11 +10,12 @@ next poll; a recreated one rebuilds it. `watch` polls until stopped, as the serv
 """
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folders
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 from dbt.adapters.openmirror.tools.local_mirror.delta_table import MirroredTable
 from dbt.adapters.openmirror.tools.local_mirror.lock import exclusive
 from dbt.adapters.openmirror.tools.local_mirror.status import (
@@ -29,7 +30,6 @@ from dbt.adapters.openmirror.tools.local_mirror.status import (
     now,
 )
 from dbt.adapters.openmirror.tools.local_mirror.table_folder import Progress, TableFolderReplay, TableStopped
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 LOCK_FILE = ".replay.lock"
 
@@ -41,12 +41,12 @@ class LocalMirror:
         self.status_files = StatusFiles(storage, target)
         # Per Delta table: (table id, version, names applied up to it), so a poll reads only the
         # commits since the last one (LastUpdateTimeFileDetection's memory of processed paths).
-        self._applied: Dict[Path, Tuple[str, int, Set[str]]] = {}
+        self._applied: dict[Path, tuple[str, int, set[str]]] = {}
 
-    def read_status(self) -> Dict[Tuple[str, str], TableStatus]:
+    def read_status(self) -> dict[tuple[str, str], TableStatus]:
         return self.status_files.read()
 
-    def replay(self, as_service: bool = False) -> List[TableStatus]:
+    def replay(self, as_service: bool = False) -> list[TableStatus]:
         """One poll of the whole landing zone; every table's status, sorted. One replay per target
         at a time, like the one replicator of a mirrored database: a second one waits. Only a
         mirror that goes on polling (`as_service`, `watch`) writes the service's status files
@@ -56,7 +56,7 @@ class LocalMirror:
             return self._poll(as_service)
 
     def watch(self, interval: float, stop: threading.Event,
-              report: Callable[[List[TableStatus]], None] = lambda statuses: None,
+              report: Callable[[list[TableStatus]], None] = lambda statuses: None,
               failed: Callable[[Exception], None] = lambda exc: None) -> None:
         """Poll every `interval` seconds until `stop` is set. A poll that fails as a whole (the
         landing zone unreachable, say) is reported and tried again at the next one."""
@@ -75,7 +75,7 @@ class LocalMirror:
         with exclusive(self.target / LOCK_FILE):
             self.status_files.write(self.status_files.read(), STOPPED)
 
-    def _poll(self, as_service: bool) -> List[TableStatus]:
+    def _poll(self, as_service: bool) -> list[TableStatus]:
         if not self.storage.exists(""):
             # Never read a missing landing zone as one whose folders were all deleted.
             raise LandingZoneConfigError(f"the landing zone {self.storage.location} does not exist")
@@ -98,7 +98,7 @@ class LocalMirror:
             self.status_files.write_target(statuses)
         return [s for _, s in sorted(statuses.items())]
 
-    def _target_path(self, schema: str, table: str) -> Optional[Path]:
+    def _target_path(self, schema: str, table: str) -> Path | None:
         """The table's Delta folder, `<target>/<schema>/<table>`, or None when the names cannot
         make a path inside the target (checked before anything is written)."""
         if folder_name_problem(schema) or folder_name_problem(table):
@@ -108,7 +108,7 @@ class LocalMirror:
             return None
         return path
 
-    def _replicate(self, schema: str, table: str, folder: str, status: Optional[TableStatus]) -> TableStatus:
+    def _replicate(self, schema: str, table: str, folder: str, status: TableStatus | None) -> TableStatus:
         progress = Progress(applied=None)
         error = None
         try:
@@ -126,8 +126,9 @@ class LocalMirror:
             status = TableStatus(schema, table)
         return _updated(status, progress, error)
 
-    def _names_applied(self, mirrored: MirroredTable) -> Set[str]:
-        table_id, version = mirrored.delta.metadata().id, mirrored.delta.version()
+    def _names_applied(self, mirrored: MirroredTable) -> set[str]:
+        # str(): a table id is a UUID string; deltalake annotates it as int.
+        table_id, version = str(mirrored.delta.metadata().id), mirrored.delta.version()
         cached = self._applied.get(mirrored.path)
         if cached is not None and cached[0] == table_id and cached[1] <= version:
             names = cached[2] | mirrored.applied_names(since_version=cached[1])
@@ -145,7 +146,7 @@ def _name_problem(schema: str, table: str) -> str:
     return f"{schema}/{table} would leave the target folder or replace the mirror's status file"
 
 
-def _updated(status: TableStatus, progress: Progress, error: Optional[Tuple[str, str]]) -> TableStatus:
+def _updated(status: TableStatus, progress: Progress, error: tuple[str, str] | None) -> TableStatus:
     status.keyColumns = list(progress.key_columns)
     status.metrics["processedRows"] += progress.rows
     status.metrics["processedBytes"] += progress.bytes

@@ -12,7 +12,6 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 from dbt.adapters.openmirror.rules.monitoring import REPLICATOR_FILE, TABLES_FILE
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
@@ -31,18 +30,18 @@ class TableStatus:
     sourceSchemaName: str
     sourceTableName: str
     status: str = NOT_STARTED
-    errorCode: Optional[str] = None
-    errorMessage: Optional[str] = None
-    lastSyncDateTime: Optional[str] = None
-    metrics: Dict[str, int] = field(default_factory=lambda: {"processedRows": 0, "processedBytes": 0})
+    errorCode: str | None = None
+    errorMessage: str | None = None
+    lastSyncDateTime: str | None = None
+    metrics: dict[str, int] = field(default_factory=lambda: {"processedRows": 0, "processedBytes": 0})
     #: The application transaction of the last applied file: its sequence number
     #: (SequentialFileName) or the count of files applied (LastUpdateTimeFileDetection).
     lastAppliedFile: int = 0
-    lastAppliedFileName: Optional[str] = None
-    pendingFiles: List[str] = field(default_factory=list)
+    lastAppliedFileName: str | None = None
+    pendingFiles: list[str] = field(default_factory=list)
     #: Files at paths already processed (LastUpdateTimeFileDetection never applies them again).
-    ignoredFiles: List[str] = field(default_factory=list)
-    keyColumns: Optional[List[str]] = None
+    ignoredFiles: list[str] = field(default_factory=list)
+    keyColumns: list[str] | None = None
 
     def describe(self) -> str:
         """One line for the command's output."""
@@ -67,7 +66,7 @@ class StatusFiles:
         self.storage = storage
         self.path = target / STATUS_FILE
 
-    def read(self) -> Dict[Tuple[str, str], TableStatus]:
+    def read(self) -> dict[tuple[str, str], TableStatus]:
         if not self.path.exists():
             return {}
         known = {f.name for f in fields(TableStatus)}
@@ -77,7 +76,7 @@ class StatusFiles:
             statuses[(status.sourceSchemaName, status.sourceTableName)] = status
         return statuses
 
-    def write_target(self, statuses: Dict[Tuple[str, str], TableStatus]) -> str:
+    def write_target(self, statuses: dict[tuple[str, str], TableStatus]) -> str:
         """The target's `tables.json` (after every table of a poll); its text."""
         tables = json.dumps({"tables": [asdict(s) for _, s in sorted(statuses.items())]}, indent=2) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +85,7 @@ class StatusFiles:
         os.replace(temporary, self.path)
         return tables
 
-    def write(self, statuses: Dict[Tuple[str, str], TableStatus], replicator: str) -> None:
+    def write(self, statuses: dict[tuple[str, str], TableStatus], replicator: str) -> None:
         """Both places (at the end of a poll: beside a remote landing zone it costs requests)."""
         if self.storage.write_monitoring(TABLES_FILE, self.write_target(statuses)):
             self.storage.write_monitoring(REPLICATOR_FILE, self.replicator_json(replicator))

@@ -9,9 +9,9 @@
 - A folder deleted and recreated between two polls is recognised (see `recreated`) and rebuilt.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,11 +26,11 @@ from dbt.adapters.openmirror.rules.column_rules import (
 )
 from dbt.adapters.openmirror.rules.delimited_text import DelimitedTextError, read_delimited_text
 from dbt.adapters.openmirror.rules.landing_zone import METADATA_FILE, PROCESSED_FOLDERS, parse_sequence_number
-from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers, without_deletes
-from dbt.adapters.openmirror.tools.local_mirror.delta_table import AppliedFile, MirroredTable
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, ROW_MARKER, UPSERT
 from dbt.adapters.openmirror.rules.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
+from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers, without_deletes
+from dbt.adapters.openmirror.tools.local_mirror.delta_table import AppliedFile, MirroredTable
 
 PROCESSED = PROCESSED_FOLDERS[0]
 
@@ -47,14 +47,14 @@ class TableStopped(Exception):
 class FolderView:
     """One look at a table folder: what a poll decides from."""
 
-    files: Dict[str, StoredFile]
+    files: dict[str, StoredFile]
     #: Names in `_ProcessedFiles/` and `_FilesReadyToDelete/`.
-    processed: Set[str]
+    processed: set[str]
     #: Whether either of those folders exists: only this folder's own past puts them there.
     has_processed_folder: bool
 
     @property
-    def metadata_file(self) -> Optional[StoredFile]:
+    def metadata_file(self) -> StoredFile | None:
         return self.files.get(METADATA_FILE)
 
 
@@ -62,18 +62,18 @@ class FolderView:
 class Progress:
     """What a poll of the table found and did (the table's status is made from it)."""
 
-    applied: Optional[AppliedFile]
-    key_columns: Tuple[str, ...] = ()
+    applied: AppliedFile | None
+    key_columns: tuple[str, ...] = ()
     files: int = 0
     rows: int = 0
     bytes: int = 0
-    pending: Tuple[str, ...] = ()
-    waiting_for: Optional[str] = None
-    ignored: Tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    waiting_for: str | None = None
+    ignored: tuple[str, ...] = ()
     rebuilt: bool = False
 
 
-def identity(file: Optional[StoredFile]) -> Optional[Tuple[int, float]]:
+def identity(file: StoredFile | None) -> tuple[int, float] | None:
     """What tells two versions of a path apart: size and the storage's last-modified time."""
     return None if file is None else (file.size, file.last_modified)
 
@@ -91,7 +91,9 @@ def recreated(view: FolderView, last: AppliedFile) -> bool:
             number = parse_sequence_number(name, extension)
             if number is not None and number <= last.number and identity(file) != (last.size, last.modified):
                 return True
-    return last.metadata is not None and view.metadata_file is not None and identity(view.metadata_file) != last.metadata
+    return (
+        last.metadata is not None and view.metadata_file is not None and identity(view.metadata_file) != last.metadata
+    )
 
 
 class TableFolderReplay:
@@ -117,7 +119,7 @@ class TableFolderReplay:
             raise TableStopped("InvalidMetadata", f"{METADATA_FILE}: {'; '.join(parsed.errors)}")
         return parsed.metadata
 
-    def run(self, progress: Progress, names_applied: Callable[[MirroredTable], Set[str]]) -> None:
+    def run(self, progress: Progress, names_applied: Callable[[MirroredTable], set[str]]) -> None:
         """Apply what is due; `progress` says how far it got, also when TableStopped is raised.
         `names_applied` gives the names of every file a table applied."""
         view = self.view()
@@ -138,7 +140,9 @@ class TableFolderReplay:
 
     # -- which files ---------------------------------------------------------------------------
 
-    def _due(self, view: FolderView, metadata: TableMetadata, progress: Progress, processed: Set[str]) -> List[StoredFile]:
+    def _due(
+        self, view: FolderView, metadata: TableMetadata, progress: Progress, processed: set[str]
+    ) -> list[StoredFile]:
         last = progress.applied
         if last is not None and identity(view.files.get(last.name)) == (last.size, last.modified):
             self._move_processed(last.name, view)  # applied by a replay killed before the move
@@ -160,7 +164,7 @@ class TableFolderReplay:
                 f"{numbered[reused[0]].name} was written again after it was applied: a number is never "
                 "reused; rebuild the table folder to start over",
             )
-        due = []
+        due: list[StoredFile] = []
         while done + len(due) + 1 in numbered:
             due.append(numbered[done + len(due) + 1])
         next_number = done + len(due) + 1
@@ -171,8 +175,14 @@ class TableFolderReplay:
 
     # -- one file ------------------------------------------------------------------------------
 
-    def _apply(self, file: StoredFile, view: FolderView, metadata: TableMetadata,
-               mirrored: Optional[MirroredTable], progress: Progress) -> MirroredTable:
+    def _apply(
+        self,
+        file: StoredFile,
+        view: FolderView,
+        metadata: TableMetadata,
+        mirrored: MirroredTable | None,
+        progress: Progress,
+    ) -> MirroredTable:
         keys = list(metadata.key_columns)
         rows = self._rows(file, metadata)
         current = mirrored.columns() if mirrored is not None else TableColumns()
@@ -182,15 +192,22 @@ class TableFolderReplay:
         required = [c.name for c in columns.columns if not c.nullable]
         null = first_null(rows, required, among=pc.not_equal(rows.column(ROW_MARKER), DELETE))
         if null is not None:
-            raise TableStopped("NullInNonNullableColumn",
-                               f"{file.name} row {null[1]}: column {null[0]} is not nullable but is NULL")
+            raise TableStopped(
+                "NullInNonNullableColumn", f"{file.name} row {null[1]}: column {null[0]} is not nullable but is NULL"
+            )
         rows = conformed(rows, columns)
         sequential = metadata.file_detection != LAST_UPDATE_TIME
+        number = parse_sequence_number(file.name, metadata.extension) if sequential else None
+        if number is None:  # last update time: files are numbered in the order they are applied
+            number = (progress.applied.number if progress.applied else 0) + 1
         applied = AppliedFile(
-            name=file.name, size=file.size, modified=file.last_modified, key_columns=tuple(keys),
-            number=parse_sequence_number(file.name, metadata.extension) if sequential
-            else (progress.applied.number if progress.applied else 0) + 1,
-            file_detection=metadata.file_detection, file_format=metadata.file_format,
+            name=file.name,
+            size=file.size,
+            modified=file.last_modified,
+            key_columns=tuple(keys),
+            number=number,
+            file_detection=metadata.file_detection,
+            file_format=metadata.file_format,
             metadata=identity(view.metadata_file),
         )
         if mirrored is None:
@@ -211,7 +228,9 @@ class TableFolderReplay:
         """The file's checked rows, with an int32 marker column last."""
         name = file.name
         if file.size == 0:
-            raise TableStopped("InvalidFile", f"{name} is empty (zero bytes): replace it with a valid file of the same name")
+            raise TableStopped(
+                "InvalidFile", f"{name} is empty (zero bytes): replace it with a valid file of the same name"
+            )
         try:
             with self.storage.open_read(f"{self.folder}/{name}") as handle:
                 if metadata.delimited_text is not None:
@@ -225,8 +244,10 @@ class TableFolderReplay:
         except DelimitedTextError as exc:
             raise TableStopped("InvalidFile", f"{name}: {exc}; replace it with a valid file of the same name") from exc
         except (pa.ArrowException, OSError) as exc:
-            raise TableStopped("InvalidFile", f"{name} is not readable {metadata.file_format} ({exc}); replace it "
-                               "with a valid file of the same name") from exc
+            raise TableStopped(
+                "InvalidFile",
+                f"{name} is not readable {metadata.file_format} ({exc}); replace it with a valid file of the same name",
+            ) from exc
         keys = list(metadata.key_columns)
         try:
             rows = with_markers(rows, UPSERT if metadata.upsert_default else INSERT, keyed=bool(keys))
@@ -249,12 +270,14 @@ class TableFolderReplay:
         else:
             try:
                 self.storage.rename_create_only(f"{self.folder}/{name}", f"{processed}/{name}")
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
                 # The folder was deleted meanwhile. The move may have created the processed-files
                 # folder again, which would pass for this folder's past once it is recreated.
                 if not self.storage.list_names(processed):
                     self.storage.delete_folder(processed)
-                raise TableStopped("TableFolderDeleted", f"the table folder was deleted while {name} was applied")
+                raise TableStopped(
+                    "TableFolderDeleted", f"the table folder was deleted while {name} was applied"
+                ) from exc
         view.processed.add(name)
 
 
@@ -267,10 +290,14 @@ def check_contract(metadata: TableMetadata, last: AppliedFile) -> None:
             f"keyColumns changed from {list(last.key_columns)} to {list(metadata.key_columns)}: the key of a "
             "table can never change; rebuild the table folder",
         )
-    for what, built, declared in (("fileDetectionStrategy", last.file_detection, metadata.file_detection),
-                                  ("FileFormat", last.file_format, metadata.file_format)):
+    for what, built, declared in (
+        ("fileDetectionStrategy", last.file_detection, metadata.file_detection),
+        ("FileFormat", last.file_format, metadata.file_format),
+    ):
         if built != declared:
-            raise TableStopped("TableDefinitionChanged", f"{what} changed from {built} to {declared}; rebuild the table folder")
+            raise TableStopped(
+                "TableDefinitionChanged", f"{what} changed from {built} to {declared}; rebuild the table folder"
+            )
 
 
 def _first_load(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
@@ -282,8 +309,9 @@ def _first_load(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
     return rows.drop_columns([ROW_MARKER])
 
 
-def _apply_changes(mirrored: MirroredTable, rows: pa.Table, keys: Sequence[str], columns: TableColumns,
-                   applied: AppliedFile) -> None:
+def _apply_changes(
+    mirrored: MirroredTable, rows: pa.Table, keys: Sequence[str], columns: TableColumns, applied: AppliedFile
+) -> None:
     if not keys:  # insert-only: every marker is INSERT (checked)
         mirrored.append(rows.drop_columns([ROW_MARKER]), applied)
     elif all("`" not in n for n in columns.names) and merge_is_exact(rows, keys, mirrored.read(keys)):
