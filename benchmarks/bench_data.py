@@ -1,10 +1,22 @@
 """Spark SQL for the benchmark's source tables, its model and its change rounds (deterministic)."""
 
-
 COLUMNS = [
-    "l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity", "l_extendedprice",
-    "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate", "l_commitdate",
-    "l_receiptdate", "l_shipinstruct", "l_shipmode", "l_comment",
+    "l_orderkey",
+    "l_partkey",
+    "l_suppkey",
+    "l_linenumber",
+    "l_quantity",
+    "l_extendedprice",
+    "l_discount",
+    "l_tax",
+    "l_returnflag",
+    "l_linestatus",
+    "l_shipdate",
+    "l_commitdate",
+    "l_receiptdate",
+    "l_shipinstruct",
+    "l_shipmode",
+    "l_comment",
 ]
 #: Inserted rows get keys above every generated one; each round its own range.
 INSERTED_KEY_OFFSET = 10_000_000_000
@@ -38,12 +50,10 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float) 
         "l_comment": f"concat('round {round_number} ', l_comment)",
     }
     kept = ", ".join(
-        f"case when picked and kind = 1 then {updated[c]} else {c} end as {c}" if c in updated else c
-        for c in COLUMNS
+        f"case when picked and kind = 1 then {updated[c]} else {c} end as {c}" if c in updated else c for c in COLUMNS
     )
     inserted = ", ".join(
-        f"l_orderkey + {INSERTED_KEY_OFFSET * round_number} as l_orderkey" if c == "l_orderkey" else c
-        for c in COLUMNS
+        f"l_orderkey + {INSERTED_KEY_OFFSET * round_number} as l_orderkey" if c == "l_orderkey" else c for c in COLUMNS
     )
     return (
         f"create table {target} using parquet as\n"

@@ -57,7 +57,8 @@ class Sampler:
 def file_snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {
         str(path): (stat.st_size, stat.st_mtime_ns)
-        for path in folder.rglob("*") if path.is_file() and (stat := path.stat())
+        for path in folder.rglob("*")
+        if path.is_file() and (stat := path.stat())
     }
 
 

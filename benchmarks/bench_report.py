@@ -5,8 +5,16 @@ from collections import defaultdict
 from pathlib import Path
 from statistics import median
 
-MEASURES = ["seconds", "rows_per_s", "bytes_written", "files_written", "change_files", "heap_peak_mb",
-            "rss_peak_mb", "load_1min"]
+MEASURES = [
+    "seconds",
+    "rows_per_s",
+    "bytes_written",
+    "files_written",
+    "change_files",
+    "heap_peak_mb",
+    "rss_peak_mb",
+    "load_1min",
+]
 
 
 def summarize(records: list[dict]) -> list[dict]:
@@ -65,13 +73,17 @@ def plot(path: Path, summary: list[dict]) -> None:
 
     figure, (by_rows, by_churn) = plt.subplots(1, 2, figsize=(10, 4))
     for variant in ("table", "naive", "mirror", "package"):
-        points = sorted((s["rows"], s["seconds"]) for s in summary
-                        if s["variant"] == variant and s["round"] == "churn 0.01")
+        points = sorted(
+            (s["rows"], s["seconds"]) for s in summary if s["variant"] == variant and s["round"] == "churn 0.01"
+        )
         if points:
             by_rows.plot([p[0] / 1e6 for p in points], [p[1] for p in points], marker="o", label=variant)
         largest = max(s["rows"] for s in summary)
-        points = sorted((s["churn"], s["heap_peak_mb"]) for s in summary
-                        if s["variant"] == variant and s["rows"] == largest and s["round"] != "initial")
+        points = sorted(
+            (s["churn"], s["heap_peak_mb"])
+            for s in summary
+            if s["variant"] == variant and s["rows"] == largest and s["round"] != "initial"
+        )
         if points:
             by_churn.plot([p[0] * 100 for p in points], [p[1] for p in points], marker="o", label=variant)
     by_rows.set(xlabel="rows (millions)", ylabel="median seconds per run", title="1% churn: time vs rows")

@@ -65,14 +65,18 @@ class Steps:
     def changed_keys(self, target: str, new_hashes: str, previous_hashes: str) -> None:
         self.sql(self.macros.openmirror_sorted_bucket_scans_sql(True))
         try:
-            self.sql(self.macros.openmirror_changed_keys_sql(
-                target, new_hashes, previous_hashes, KEYS, "insert_update_delete"))
+            self.sql(
+                self.macros.openmirror_changed_keys_sql(
+                    target, new_hashes, previous_hashes, KEYS, "insert_update_delete"
+                )
+            )
         finally:
             self.sql(self.macros.openmirror_sorted_bucket_scans_sql(False))
 
     def read_back_and_write(self, uri: str, changes: str, relation: str) -> None:
         select = self.macros.openmirror_changed_rows_sql(
-            relation, changes, self.columns, [], KEYS, "insert_update_delete", "last")
+            relation, changes, self.columns, [], KEYS, "insert_update_delete", "last"
+        )
         writers = hash_diff.writer_count(self.spark.table(changes).count(), None)
         self.sql(self.macros.openmirror_write_files_sql(uri, select, "snappy", None, writers, True))
 
@@ -115,8 +119,13 @@ def main() -> None:
         ("the same, shuffled into buckets (noop sink)", steps.hash_without_writing, "steps.output", steps.buckets),
         ("key hashes table (shuffle, sort, write)", steps.key_hashes, "steps.hashes", "steps.output"),
         ("changed keys + key check", steps.changed_keys, "steps.changes", "steps.hashes", "steps.snapshot_hashes"),
-        ("read back the changed rows, write the change files",
-         steps.read_back_and_write, change_files, "steps.changes", "steps.output"),
+        (
+            "read back the changed rows, write the change files",
+            steps.read_back_and_write,
+            change_files,
+            "steps.changes",
+            "steps.output",
+        ),
     ]
     times = {label: [] for label, *_ in timed_steps}
     for _ in range(args.repeat):
@@ -126,8 +135,10 @@ def main() -> None:
             times[label].append(timed(action, *arguments))
     changed = spark.table("steps.changes").count()
 
-    print(f"\n{rows:,} rows, {args.cores} cores, {steps.buckets} buckets, churn {args.churn:g} "
-          f"({changed:,} changed keys), medians of {args.repeat}\n")
+    print(
+        f"\n{rows:,} rows, {args.cores} cores, {steps.buckets} buckets, churn {args.churn:g} "
+        f"({changed:,} changed keys), medians of {args.repeat}\n"
+    )
     print("| step | median s | range s |\n|---|---|---|")
     for label, values in times.items():
         print(f"| {label} | {statistics.median(values):.1f} | {min(values):.1f}–{max(values):.1f} |")

@@ -26,16 +26,18 @@ from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 
 def rows(ids: list, version: int, markers: list) -> pa.Table:
     start = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
-    return pa.table({
-        "order_key": pa.array(ids, pa.int64()),
-        "customer": pa.array([f"customer-{i % 50000}" for i in ids]),
-        "status": pa.array(["shipped" if i % 3 == 0 else "placed" for i in ids]),
-        "amount": pa.array([decimal.Decimal(i % 100000 + version) / 100 for i in ids], pa.decimal128(12, 2)),
-        "quantity": pa.array([i % 17 + version for i in ids], pa.int32()),
-        "discount": pa.array([(i % 10) / 100.0 for i in ids]),
-        "ordered_at": pa.array([start + datetime.timedelta(seconds=i) for i in ids], pa.timestamp("us", tz="UTC")),
-        "__rowMarker__": pa.array(markers, pa.int32()),
-    })
+    return pa.table(
+        {
+            "order_key": pa.array(ids, pa.int64()),
+            "customer": pa.array([f"customer-{i % 50000}" for i in ids]),
+            "status": pa.array(["shipped" if i % 3 == 0 else "placed" for i in ids]),
+            "amount": pa.array([decimal.Decimal(i % 100000 + version) / 100 for i in ids], pa.decimal128(12, 2)),
+            "quantity": pa.array([i % 17 + version for i in ids], pa.int32()),
+            "discount": pa.array([(i % 10) / 100.0 for i in ids]),
+            "ordered_at": pa.array([start + datetime.timedelta(seconds=i) for i in ids], pa.timestamp("us", tz="UTC")),
+            "__rowMarker__": pa.array(markers, pa.int32()),
+        }
+    )
 
 
 def write_landing_zone(root: Path, total: int, changes: int) -> Path:

@@ -39,8 +39,10 @@ PACKAGE_PROJECT = HERE / "package_project"
 #: variant -> (dbt project, model). `package` runs the same model through the package on a stock
 #: `type: spark` connection, then publishes what it staged (both timed).
 VARIANTS = {
-    "table": (PROJECT, "lineitem_table"), "naive": (PROJECT, "lineitem_naive"),
-    "mirror": (PROJECT, "lineitem_mirror"), "package": (PACKAGE_PROJECT, "lineitem_package"),
+    "table": (PROJECT, "lineitem_table"),
+    "naive": (PROJECT, "lineitem_naive"),
+    "mirror": (PROJECT, "lineitem_mirror"),
+    "package": (PACKAGE_PROJECT, "lineitem_package"),
 }
 DEFAULT_VARIANTS = "table,naive,mirror"
 
@@ -132,13 +134,25 @@ class Bench:
     def run_model(self, variant: str) -> dict:
         project, model = VARIANTS[variant]
         variables = {
-            "model_sql": self.model_sql, "naive_out": str(self.work / "naive_out"),
+            "model_sql": self.model_sql,
+            "naive_out": str(self.work / "naive_out"),
             "openmirror_landing_zone": str(self.package_landing_zone),
         }
         args = [
-            "run", "--select", model, "--project-dir", str(project),
-            "--profiles-dir", str(self.work), "--vars", json.dumps(variables),
-            "--target-path", str(self.work / "dbt_target"), "--log-path", str(self.work / "dbt_logs"), "--quiet",
+            "run",
+            "--select",
+            model,
+            "--project-dir",
+            str(project),
+            "--profiles-dir",
+            str(self.work),
+            "--vars",
+            json.dumps(variables),
+            "--target-path",
+            str(self.work / "dbt_target"),
+            "--log-path",
+            str(self.work / "dbt_logs"),
+            "--quiet",
         ]
         before = {folder: file_snapshot(folder) for folder in self.watched}
         self.spark._jvm.java.lang.System.gc()
@@ -154,14 +168,19 @@ class Bench:
         written = [written_since(folder, before[folder]) for folder in self.watched]
         response = result.result[0].adapter_response if result.result else {}
         return {
-            "variant": variant, "seconds": round(seconds, 3),
+            "variant": variant,
+            "seconds": round(seconds, 3),
             "bytes_written": sum(w["bytes"] for w in written),
             "files_written": sum(w["files"] for w in written),
             "change_files": sum(w["published"] for w in written[1:]),
-            "heap_peak_mb": memory.heap_peak_mb, "rss_peak_mb": memory.rss_peak_mb,
+            "heap_peak_mb": memory.heap_peak_mb,
+            "rss_peak_mb": memory.rss_peak_mb,
             "load_1min": round(load, 2),
-            "changes": {k: response.get(k) for k in ("inserts", "updates", "deletes", "upserts", "files", "mode")
-                        if k in response},
+            "changes": {
+                k: response.get(k)
+                for k in ("inserts", "updates", "deletes", "upserts", "files", "mode")
+                if k in response
+            },
         }
 
     def round(self, rows: int, label: str, churn: float, order: list[str]) -> list[dict]:
@@ -226,8 +245,10 @@ def main() -> None:
 
     environment = {
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} {platform.release()}",
-        "python": platform.python_version(), "pyspark": pyspark.__version__,
-        "dbt_core": dbt.version.__version__, "command": " ".join(sys.argv),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "dbt_core": dbt.version.__version__,
+        "command": " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     name = f"scaling-{'-'.join(map(str, sizes))}" if args.scaling else f"rows-{sizes[0]}"

@@ -19,13 +19,20 @@ HERE = Path(__file__).resolve().parent
 # (what happens, the dbt commands of the day); tuples, so no caller can change them in place
 DAYS: dict[int, tuple] = {
     1: ("the shop opens", (("seed",), ("build",))),
-    2: ("a customer joins and orders, order 3 ships, payment 5 is refunded",
-        (("seed", "--full-refresh"), ("build",))),
-    3: ("loyalty tiers arrive (a new column), an email changes, order 1's lines are renumbered "
-        "(a key change), a quantity changes", (("seed", "--full-refresh"), ("build",))),
-    4: ("two customers leave with their orders; orders is rebuilt with --full-refresh",
-        (("seed", "--full-refresh"), ("build", "--exclude", "orders"),
-         ("build", "--select", "orders", "--full-refresh"))),
+    2: ("a customer joins and orders, order 3 ships, payment 5 is refunded", (("seed", "--full-refresh"), ("build",))),
+    3: (
+        "loyalty tiers arrive (a new column), an email changes, order 1's lines are renumbered "
+        "(a key change), a quantity changes",
+        (("seed", "--full-refresh"), ("build",)),
+    ),
+    4: (
+        "two customers leave with their orders; orders is rebuilt with --full-refresh",
+        (
+            ("seed", "--full-refresh"),
+            ("build", "--exclude", "orders"),
+            ("build", "--select", "orders", "--full-refresh"),
+        ),
+    ),
 }
 MIRRORED_MODELS = ("customers", "orders", "order_lines", "payments")
 
@@ -79,8 +86,10 @@ def compare(workdir: Path) -> bool:
         output = ds.dataset(warehouse / model, format="parquet").to_table()
         same = rows(mirrored) == rows(output)
         same_everywhere &= same
-        print(f"  {schema}.{model:12} mirrored {mirrored.num_rows:3} rows, model {output.num_rows:3} rows: "
-              f"{'equal' if same else 'DIFFERENT'}")
+        print(
+            f"  {schema}.{model:12} mirrored {mirrored.num_rows:3} rows, model {output.num_rows:3} rows: "
+            f"{'equal' if same else 'DIFFERENT'}"
+        )
     return same_everywhere
 
 
@@ -113,8 +122,10 @@ def main() -> int:
                 if getattr(node, "adapter_response", {}).get("code") == "OPEN_MIRROR":
                     print(f"  dbt {command[0]}: {node.node.name:12} {node.message}")
         for status in LocalMirror(LocalStorage(workdir / ".landing_zone"), workdir / ".mirror").replay():
-            print(f"  mirror: {status.sourceSchemaName}.{status.sourceTableName} {status.status}, "
-                  f"applied through file {status.lastAppliedFile}")
+            print(
+                f"  mirror: {status.sourceSchemaName}.{status.sourceTableName} {status.status}, "
+                f"applied through file {status.lastAppliedFile}"
+            )
         all_equal &= compare(workdir)
     print("\nEvery mirrored table equals its model after every day." if all_equal else "\nMISMATCH")
     return 0 if all_equal else 1

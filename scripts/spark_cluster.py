@@ -47,40 +47,92 @@ def _wait_for_port(port: int, timeout: float, processes) -> None:
 
 def _launch(name: str, command, workdir: Path, environment) -> subprocess.Popen:
     log = open(workdir / f"{name}.log", "w")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
-                            env=environment, start_new_session=True)
+    return subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=environment, start_new_session=True
+    )
 
 
 def start(workdir: Path, thrift_port: int, worker_memory: str = "2g") -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
-    environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": HOST,
-                   "SPARK_NO_DAEMONIZE": "1", "SPARK_LOG_DIR": str(workdir)}
+    environment = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": HOST,
+        "SPARK_NO_DAEMONIZE": "1",
+        "SPARK_LOG_DIR": str(workdir),
+    }
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     master_port, master_ui, worker_ui = _free_port(), _free_port(), _free_port()
     master_url = f"spark://{HOST}:{master_port}"
     processes = {}
-    processes["master"] = _launch("master", [spark_class, "org.apache.spark.deploy.master.Master",
-                                             "--host", HOST, "--port", str(master_port),
-                                             "--webui-port", str(master_ui)], workdir, environment)
+    processes["master"] = _launch(
+        "master",
+        [
+            spark_class,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            HOST,
+            "--port",
+            str(master_port),
+            "--webui-port",
+            str(master_ui),
+        ],
+        workdir,
+        environment,
+    )
     _wait_for_port(master_port, 60, processes)
-    processes["worker"] = _launch("worker", [spark_class, "org.apache.spark.deploy.worker.Worker",
-                                             "--host", HOST, "--cores", "2", "--memory", worker_memory,
-                                             "--webui-port", str(worker_ui), "--work-dir", str(workdir / "work"),
-                                             master_url], workdir, environment)
+    processes["worker"] = _launch(
+        "worker",
+        [
+            spark_class,
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            HOST,
+            "--cores",
+            "2",
+            "--memory",
+            worker_memory,
+            "--webui-port",
+            str(worker_ui),
+            "--work-dir",
+            str(workdir / "work"),
+            master_url,
+        ],
+        workdir,
+        environment,
+    )
     warehouse, metastore = workdir / "warehouse", workdir / "metastore_db"
-    processes["thrift"] = _launch("thrift", [
-        str(SPARK_HOME / "bin" / "spark-submit"), "--master", master_url,
-        "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-        "--conf", f"spark.sql.warehouse.dir={warehouse}",
-        "--conf", "spark.sql.shuffle.partitions=2",
-        "--conf", "spark.sql.session.timeZone=UTC",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={workdir}",
-        "--conf", "spark.executor.memory=1g",
-        "--hiveconf", f"javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={metastore};create=true",
-        "--hiveconf", f"hive.server2.thrift.port={thrift_port}",
-        "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
-        "spark-internal"], workdir, environment)
+    processes["thrift"] = _launch(
+        "thrift",
+        [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--master",
+            master_url,
+            "--class",
+            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+            "--conf",
+            f"spark.sql.warehouse.dir={warehouse}",
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+            "--conf",
+            "spark.sql.session.timeZone=UTC",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            f"spark.driver.extraJavaOptions=-Dderby.system.home={workdir}",
+            "--conf",
+            "spark.executor.memory=1g",
+            "--hiveconf",
+            f"javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={metastore};create=true",
+            "--hiveconf",
+            f"hive.server2.thrift.port={thrift_port}",
+            "--hiveconf",
+            f"hive.server2.thrift.bind.host={HOST}",
+            "spark-internal",
+        ],
+        workdir,
+        environment,
+    )
     (workdir / "processes.json").write_text(json.dumps({n: p.pid for n, p in processes.items()}))
     try:
         _wait_for_port(thrift_port, 180, processes)

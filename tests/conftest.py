@@ -34,8 +34,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--all-adapter-suites",
         action="store_true",
-        help="also run dbt's adapter suites marked adapter_suites (several minutes); the default "
-        "run has the core ones",
+        help="also run dbt's adapter suites marked adapter_suites (several minutes); the default run has the core ones",
     )
 
 
@@ -65,9 +64,7 @@ def spark_settings(spark_dirs):
         "spark.ui.enabled": "false",
         "spark.driver.memory": "2g",
         "spark.sql.warehouse.dir": str(spark_dirs / "warehouse"),
-        "javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={spark_dirs / 'metastore_db'};create=true"
-        ),
+        "javax.jdo.option.ConnectionURL": (f"jdbc:derby:;databaseName={spark_dirs / 'metastore_db'};create=true"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark_dirs}",
     }
 

@@ -17,9 +17,16 @@ pytestmark = pytest.mark.cluster
 
 
 def test_two_jobs_at_once(cluster, tmp_path):
-    folder = write_project(tmp_path, {"type": "openmirror", "method": "thrift",
-                                      "host": cluster["host"], "port": cluster["port"],
-                                      "schema": "concurrent_jobs"})
+    folder = write_project(
+        tmp_path,
+        {
+            "type": "openmirror",
+            "method": "thrift",
+            "host": cluster["host"],
+            "port": cluster["port"],
+            "schema": "concurrent_jobs",
+        },
+    )
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
     previous = {}
@@ -30,8 +37,9 @@ def test_two_jobs_at_once(cluster, tmp_path):
         for _ in range(2):
             time.sleep(rng.random() * 1.5)
             command = dbt_run_command(tmp_path, rows, lease_wait=wait)
-            jobs.append(subprocess.Popen(command, cwd=tmp_path,
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            jobs.append(
+                subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            )
         before = data_files(folder) if folder.exists() else []
         outputs = [(job.wait(timeout=600), job.stdout.read()) for job in jobs]
         context = f"seed {seed}, round {round_number}, wait {wait}"

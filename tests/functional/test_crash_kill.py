@@ -28,8 +28,9 @@ def project(tmp_path_factory, spark_settings):
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={spark / 'metastore_db'};create=true",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark}",
     }
-    folder = write_project(root, {"type": "openmirror", "method": "session", "host": "localhost",
-                                  "server_side_parameters": settings})
+    folder = write_project(
+        root, {"type": "openmirror", "method": "session", "host": "localhost", "server_side_parameters": settings}
+    )
     return root, folder
 
 
@@ -62,5 +63,4 @@ def test_killed_runs_recover(project, request):
             assert "took over the lease" in recovered.stdout, recovered.stdout[-3000:]
         if point == renames[1]:
             assert "Rolling forward" in recovered.stdout
-    print(f"killed at {len(points)} of {len(operations)} operations, {len(points)} recoveries, "
-          "0 divergences")
+    print(f"killed at {len(points)} of {len(operations)} operations, {len(points)} recoveries, 0 divergences")

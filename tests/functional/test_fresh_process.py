@@ -35,9 +35,18 @@ SPARK_FILES = ("metastore_db", "spark-warehouse", "derby.log")
 
 def _profile_target():
     """What a user's profile sets: where Spark runs, not where it keeps its tables."""
-    return {"type": "openmirror", "method": "session", "host": "localhost", "threads": 2,
-            "server_side_parameters": {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
-                                       "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"}}
+    return {
+        "type": "openmirror",
+        "method": "session",
+        "host": "localhost",
+        "threads": 2,
+        "server_side_parameters": {
+            "spark.master": "local[2]",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.sql.session.timeZone": "UTC",
+        },
+    }
 
 
 def _run_from(folder: Path, command) -> subprocess.CompletedProcess:
@@ -108,8 +117,12 @@ def test_ctrl_c_stops_the_running_model_and_publishes_nothing(tmp_path):
     before = tree_digest(landing_zone)
 
     run = subprocess.Popen(
-        dbt_run_command(project, FIRST, slow=True), cwd=project,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        dbt_run_command(project, FIRST, slow=True),
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     output = []
     try:

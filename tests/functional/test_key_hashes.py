@@ -53,7 +53,10 @@ class TestKeyHashes:
         """Spark's plan for the changed-keys join of `hashes` with itself, with bucketed scans read
         as sorted where they are (as during a run)."""
         changed_keys = sql_macros().openmirror_changed_keys_sql(
-            target="unused", new_hashes=hashes, previous_hashes=hashes, key_columns=["id"],
+            target="unused",
+            new_hashes=hashes,
+            previous_hashes=hashes,
+            key_columns=["id"],
             change_markers="insert_update_delete",
         )
         project.run_sql(sql_macros().openmirror_sorted_bucket_scans_sql(on=True))

@@ -39,8 +39,12 @@ select * from {{{{ target.schema }}}}.src
 
 
 def _auth() -> AzureAuth:
-    return AzureAuth(AUTH, os.environ.get("AZURE_TENANT_ID"), os.environ.get("AZURE_CLIENT_ID"),
-                     os.environ.get("AZURE_CLIENT_SECRET"))
+    return AzureAuth(
+        AUTH,
+        os.environ.get("AZURE_TENANT_ID"),
+        os.environ.get("AZURE_CLIENT_ID"),
+        os.environ.get("AZURE_CLIENT_SECRET"),
+    )
 
 
 def _download(storage, folder, destination):
@@ -60,9 +64,15 @@ class TestPublishToRealOneLake:
     def dbt_profile_target(self, spark_settings):
         auth = _auth()
         return {
-            "type": "openmirror", "method": "session", "host": "localhost", "landing_zone": URL,
-            "auth": auth.method, "tenant_id": auth.tenant_id, "client_id": auth.client_id,
-            "client_secret": auth.client_secret, "server_side_parameters": spark_settings,
+            "type": "openmirror",
+            "method": "session",
+            "host": "localhost",
+            "landing_zone": URL,
+            "auth": auth.method,
+            "tenant_id": auth.tenant_id,
+            "client_id": auth.client_id,
+            "client_secret": auth.client_secret,
+            "server_side_parameters": spark_settings,
         }
 
     @pytest.fixture(scope="class")

@@ -48,8 +48,13 @@ class TestPublishToOneLake(OnOneLake):
         for rows, args, mode, new_files, markers in STEPS:
             if "--full-refresh" in args:
                 # The service still holds the folder at first: the delete is retried.
-                onelake.inject(status=409, code="OperationNotAllowedOnThePath", times=1,
-                               operation="delete", path=f"/workspace/{ITEM_ROOT}/{schema}.schema/customers")
+                onelake.inject(
+                    status=409,
+                    code="OperationNotAllowedOnThePath",
+                    times=1,
+                    operation="delete",
+                    path=f"/workspace/{ITEM_ROOT}/{schema}.schema/customers",
+                )
             before = 0 if "--full-refresh" in args or not folder.exists() else len(file_markers(folder))
             set_source(warehouse, schema, f"select * from values {rows} {COLUMNS}")
             response = run_dbt(["run", *args])[0].adapter_response
@@ -84,8 +89,9 @@ class TestPublishToOneLake(OnOneLake):
         # journaling and publishing the first one.
         second = f"{published + 2:020d}.parquet"
         # (A short Retry-After, which the retries honour, keeps the eight attempts quick.)
-        onelake.inject(status=500, times=1000, operation="rename", path=f"*/customers/{second}",
-                       headers={"Retry-After": "0.1"})
+        onelake.inject(
+            status=500, times=1000, operation="rename", path=f"*/customers/{second}", headers={"Retry-After": "0.1"}
+        )
         _, output = run_dbt_and_capture(["run"], expect_pass=False)
         assert "HTTP 500" in output and len(file_markers(folder)) == published + 1
         onelake.faults.clear()
@@ -98,7 +104,9 @@ class TestPublishToOneLake(OnOneLake):
         _, output = run_dbt_and_capture(["debug"])
         assert "All checks passed" in output and "client_id" in output and SECRET not in output
         written = [
-            p for root in (Path(str(project.project_root)), Path(logs_dir)) for p in root.rglob("*")
+            p
+            for root in (Path(str(project.project_root)), Path(logs_dir))
+            for p in root.rglob("*")
             if p.is_file() and p.suffix in (".json", ".log")
         ]
         assert any(p.name == "run_results.json" for p in written)

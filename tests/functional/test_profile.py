@@ -37,10 +37,18 @@ def _debug_with_profile(tmp_path, target_fields, expect_pass=False):
     "fields, message",
     [
         ({}, "Must specify `landing_zone`"),
-        ({"landing_zone": "http://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone"},
-         "use https:// or abfss://"),
-        ({"landing_zone": "https://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone",
-          "auth": "service_principal", "client_id": "c"}, "needs tenant_id, client_secret"),
+        (
+            {"landing_zone": "http://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone"},
+            "use https:// or abfss://",
+        ),
+        (
+            {
+                "landing_zone": "https://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone",
+                "auth": "service_principal",
+                "client_id": "c",
+            },
+            "needs tenant_id, client_secret",
+        ),
         ({"landing_zone": "s3://bucket/lz"}, "unknown scheme 's3://'"),
     ],
 )
@@ -63,9 +71,7 @@ def _missing_landing_zone_named(output, path):
 
 def test_debug_rejects_a_landing_zone_that_does_not_exist(tmp_path, spark_settings):
     mistyped = tmp_path / "landing_zne"
-    output = _debug_with_profile(
-        tmp_path, {"landing_zone": str(mistyped), "server_side_parameters": spark_settings}
-    )
+    output = _debug_with_profile(tmp_path, {"landing_zone": str(mistyped), "server_side_parameters": spark_settings})
     _missing_landing_zone_named(output, mistyped)
     assert not mistyped.exists()
 

@@ -12,11 +12,17 @@ from tests.support.mirror import model_output, normalized, set_source, table_fol
 from tests.support.mirror_oracle import replay
 
 settings.register_profile(
-    "default", max_examples=6, deadline=None, database=None,
+    "default",
+    max_examples=6,
+    deadline=None,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 settings.register_profile(
-    "thorough", max_examples=60, deadline=None, database=None,
+    "thorough",
+    max_examples=60,
+    deadline=None,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 settings.load_profile("default")

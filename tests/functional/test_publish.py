@@ -62,9 +62,7 @@ class TestChangeSequence:
             assert findings_for(landing_zone, folder) == []
             assert model_output(warehouse, f"select * from {schema}.customers") == model_output(warehouse, source)
             assert_local_mirror_equals(warehouse, landing_zone, tmp_path / "mirror", schema, "customers", source)
-            assert response["files"] == (
-                [f"{len(expected_files):020d}.parquet"] if markers is not None else []
-            )
+            assert response["files"] == ([f"{len(expected_files):020d}.parquet"] if markers is not None else [])
         assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
         # The full load is insert-only, without a marker column; every change file carries it.
         assert marked_files(folder) == [False, True, True, True]
@@ -127,9 +125,7 @@ class TestKeyChangesAndCompositeKeys:
             assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         deleted = [r for r in _rows_of(folder, 2) if r["__rowMarker__"] == 2]
         assert deleted == [{"order_id": 1, "line": 1, "sku": None, "qty": None, "__rowMarker__": 2}]
-        assert json.loads((folder / "_metadata.json").read_text()) == {
-            "keyColumns": ["order_id", "line"]
-        }
+        assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["order_id", "line"]}
 
 
 def _rows_of(folder, number):
@@ -157,7 +153,9 @@ class TestFullRefreshAndEmptyModels:
         _publish(project, warehouse, f"select * from values (1, 'a', 2), (2, 'b', 2) {COLUMNS}")
         assert len(file_markers(folder)) >= 2
         response = _publish(
-            project, warehouse, f"select * from values (1, 'a', 3), (2, 'b', 2) {COLUMNS}",
+            project,
+            warehouse,
+            f"select * from values (1, 'a', 3), (2, 'b', 2) {COLUMNS}",
             ["--full-refresh"],
         )
         assert file_markers(folder) == [[0, 0]]

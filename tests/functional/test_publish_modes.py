@@ -80,8 +80,9 @@ class TestDryRun:
         folder = table_folder(landing_zone, schema, "customers")
         set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b'), (3, 'c') as t(id, name)")
         [first, _] = run_dbt(["run", *DRY_RUN])
-        assert first.message.startswith("dry run, nothing written: +3 ~0 -0 -> "
-                                        f"{schema}.schema/customers/00000000000000000001.parquet")
+        assert first.message.startswith(
+            f"dry run, nothing written: +3 ~0 -0 -> {schema}.schema/customers/00000000000000000001.parquet"
+        )
         assert tree_digest(landing_zone) == {}
         run_dbt(["run"])
 

@@ -28,7 +28,9 @@ def test_contending_processes_publish_in_turn(tmp_path):
     workers = [
         subprocess.Popen(
             [sys.executable, "-m", "tests.support.concurrent_publisher", str(tmp_path), name, "40", str(seed + i)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for i, name in enumerate(["first", "second"])
     ]

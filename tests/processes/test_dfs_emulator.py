@@ -37,9 +37,7 @@ def credential():
 
 def file_system_client(dfs, credential, **client_options):
     client_options.setdefault("retry_policy", ExponentialRetry(retry_total=3, **NO_WAIT_RETRY))
-    service = DataLakeServiceClient(
-        dfs.url, credential=credential, connection_verify=dfs.ca_path, **client_options
-    )
+    service = DataLakeServiceClient(dfs.url, credential=credential, connection_verify=dfs.ca_path, **client_options)
     return service.get_file_system_client("workspace")
 
 
@@ -221,9 +219,7 @@ def test_etags_change_on_every_write_and_agree_with_the_listing(workspace):
 
 
 def test_raw_create_only_rename_through_the_sdk_pipeline(dfs, credential, workspace):
-    workspace.get_file_client(f"{LANDING_ZONE}/T/_00000000000000000001.parquet").upload_data(
-        b"data", overwrite=True
-    )
+    workspace.get_file_client(f"{LANDING_ZONE}/T/_00000000000000000001.parquet").upload_data(b"data", overwrite=True)
     final = workspace.get_file_client(f"{LANDING_ZONE}/T/00000000000000000001.parquet")
     response = raw_rename(final, f"{LANDING_ZONE}/T/_00000000000000000001.parquet")
 
@@ -233,9 +229,7 @@ def test_raw_create_only_rename_through_the_sdk_pipeline(dfs, credential, worksp
     assert not workspace.get_file_client(f"{LANDING_ZONE}/T/_00000000000000000001.parquet").exists()
     (rename,) = dfs.recorded("rename")
     assert rename.header("If-None-Match") == "*"
-    assert rename.header("x-ms-rename-source") == (
-        f"/workspace/{LANDING_ZONE}/T/_00000000000000000001.parquet"
-    )
+    assert rename.header("x-ms-rename-source") == (f"/workspace/{LANDING_ZONE}/T/_00000000000000000001.parquet")
     assert rename.header("Authorization") == "Bearer <redacted>" and set(credential.scopes) == {STORAGE_SCOPE}
 
 

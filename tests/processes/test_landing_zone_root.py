@@ -30,7 +30,8 @@ def backend(request, tmp_path, monkeypatch):
     item = f"{request.node.name.replace('[', '_').replace(']', '')}"
     return (
         lambda root: OneLakeStorage(
-            parse_location(f"{dfs.url}/ws/{item}/{root}"), FixedTokenCredential(),
+            parse_location(f"{dfs.url}/ws/{item}/{root}"),
+            FixedTokenCredential(),
             retry=RetrySettings(attempts=2, backoff_seconds=0.05),
         ),
         lambda root: dfs.root / "ws" / item / root,

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.usefixtures("no_runs_in_this_process")
 def test_a_dead_process_of_this_boot_and_pid_namespace_is_taken_over_at_once(manager, tmp_path):
     if manager.identity.boot_id is None:
         pytest.skip("no boot id and PID namespace here (not Linux): only expiry counts")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=3600, wait_seconds=0)
     path = lease_file(tmp_path, held)
     holder = json.loads(path.read_text())
@@ -31,14 +32,18 @@ def test_a_dead_process_of_this_boot_and_pid_namespace_is_taken_over_at_once(man
     assert lease.taken_from.run_id == "run-1"
 
 
-@pytest.mark.parametrize("identity", [
-    {"bootId": None, "pidNamespace": None},  # written where there is no /proc (macOS, Windows)
-    {"pidNamespace": "pid:[1]"},  # another container on this host
-    {"bootId": "another boot"},
-])
+@pytest.mark.parametrize(
+    "identity",
+    [
+        {"bootId": None, "pidNamespace": None},  # written where there is no /proc (macOS, Windows)
+        {"pidNamespace": "pid:[1]"},  # another container on this host
+        {"bootId": "another boot"},
+    ],
+)
 def test_a_pid_is_only_looked_up_in_the_boot_and_pid_namespace_it_belongs_to(manager, tmp_path, identity):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=3600, wait_seconds=0)
     path = lease_file(tmp_path, held)
     holder = json.loads(path.read_text())

@@ -31,11 +31,13 @@ def _landing_zone(root, files=24, keys=400):
             else:
                 markers.append(1 if key in present else 0)
                 present.add(key)
-        table = pa.table({
-            "id": ids,
-            "v": [f"{number}-{k}" for k in ids],
-            "__rowMarker__": pa.array(markers, pa.int32()),
-        })
+        table = pa.table(
+            {
+                "id": ids,
+                "v": [f"{number}-{k}" for k in ids],
+                "__rowMarker__": pa.array(markers, pa.int32()),
+            }
+        )
         pq.write_table(table, folder / f"{number:020d}.parquet")
     return folder
 

@@ -27,7 +27,8 @@ def onelake(tmp_path, monkeypatch):
     with DfsEmulator(tmp_path / "onelake", filesystems=["ws"]) as dfs:
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", dfs.ca_path)
         storage = OneLakeStorage(
-            parse_location(f"{dfs.url}/ws/item/Files/LandingZone"), FixedTokenCredential(),
+            parse_location(f"{dfs.url}/ws/item/Files/LandingZone"),
+            FixedTokenCredential(),
             retry=RetrySettings(attempts=3, backoff_seconds=0.05),
         )
         yield dfs, storage

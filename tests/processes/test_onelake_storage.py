@@ -51,9 +51,7 @@ def root(dfs, request):
 
 def open_storage(dfs, root, credential=None, **options):
     options.setdefault("retry", FAST_RETRY)
-    return OneLakeStorage(
-        parse_location(f"{dfs.url}/ws/{root}"), credential or FixedTokenCredential(), **options
-    )
+    return OneLakeStorage(parse_location(f"{dfs.url}/ws/{root}"), credential or FixedTokenCredential(), **options)
 
 
 @pytest.fixture
@@ -236,8 +234,10 @@ def test_transient_faults_without_retry_after_back_off_then_give_up(dfs, root, s
 
 @pytest.mark.parametrize(
     "status, cause",
-    [(401, "token for the wrong audience \\(it must be https://storage.azure.com/.default\\)"),
-     (403, "no write permission on the mirrored database item")],
+    [
+        (401, "token for the wrong audience \\(it must be https://storage.azure.com/.default\\)"),
+        (403, "no write permission on the mirrored database item"),
+    ],
 )
 def test_authentication_and_permission_errors_fail_fast(dfs, root, storage, status, cause):
     dfs.inject(status=status, times=5, operation="create_file")

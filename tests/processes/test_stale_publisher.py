@@ -26,11 +26,21 @@ from tests.support.package_mode import copy_landing_zone
 from tests.support.package_staging import FOLDER, stage_run
 
 RUN_A = [{"id": i, "amount": 10 * i, "__rowMarker__": 0} for i in (1, 2, 3, 4)]
-RUN_B = [{"id": 1, "amount": 11, "__rowMarker__": 1}, {"id": 2, "amount": None, "__rowMarker__": 2},
-         {"id": 5, "amount": 50, "__rowMarker__": 0}, {"id": 6, "amount": 60, "__rowMarker__": 0}]
+RUN_B = [
+    {"id": 1, "amount": 11, "__rowMarker__": 1},
+    {"id": 2, "amount": None, "__rowMarker__": 2},
+    {"id": 5, "amount": 50, "__rowMarker__": 0},
+    {"id": 6, "amount": 60, "__rowMarker__": 0},
+]
 RUN_C = [{"id": 3, "amount": 33, "__rowMarker__": 1}, {"id": 7, "amount": 70, "__rowMarker__": 0}]
-EXPECTED = [{"id": 1, "amount": 11}, {"id": 3, "amount": 33}, {"id": 4, "amount": 40},
-            {"id": 5, "amount": 50}, {"id": 6, "amount": 60}, {"id": 7, "amount": 70}]
+EXPECTED = [
+    {"id": 1, "amount": 11},
+    {"id": 3, "amount": 33},
+    {"id": 4, "amount": 40},
+    {"id": 5, "amount": 50},
+    {"id": 6, "amount": 60},
+    {"id": 7, "amount": 70},
+]
 # A publish's lease lasts this long without renewal (the command's default).
 TTL_SECONDS = 300
 BLAME = ("someone else", "another writer", "changed during the run", "--full-refresh")
@@ -43,8 +53,9 @@ def _publish_command(landing_zone, fail_at=None, mode="raise", log=None):
         if fail_at is None
         else faulty_command(["dbt-openmirror", "publish", str(landing_zone)], fail_at, mode, log)
     )
-    return subprocess.Popen(command, cwd=ROOT, env=faulty_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command, cwd=ROOT, env=faulty_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _staged_digests(landing_zone):
@@ -133,7 +144,10 @@ def test_a_publisher_that_stalls_anywhere_loses_its_lease_and_damages_nothing(hi
         assert (journal["lastSequenceNumber"], journal["lastRunId"]) == (6, "run-c"), where
         assert "pending" not in journal, where
         assert {r.run_id: r.state for r in read_manifest(LocalStorage(landing_zone))} == {
-            "run-a": "published", "run-b": "published", "run-c": "published"}, where
+            "run-a": "published",
+            "run-b": "published",
+            "run-c": "published",
+        }, where
         assert not list((landing_zone / "_scratchPad" / "dbt-openmirror").glob("run-*")), where
         if code != 0:
             refused += 1
@@ -143,5 +157,7 @@ def test_a_publisher_that_stalls_anywhere_loses_its_lease_and_damages_nothing(hi
             # Nothing left to write but what is harmless: before it held the lease, or after
             # its last journal write.
             assert point == 1 or point > last_journal_write, f"{where}: it went on without its lease: {out}"
-    print(f"stalled at {len(points)} of {len(operations)} operations: {refused} refused with a lost "
-          f"lease, {len(points) - refused} had nothing left to write, 0 divergences")
+    print(
+        f"stalled at {len(points)} of {len(operations)} operations: {refused} refused with a lost "
+        f"lease, {len(points) - refused} had nothing left to write, 0 divergences"
+    )

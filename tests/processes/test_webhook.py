@@ -49,14 +49,16 @@ def dbt_cloud_time(offset_seconds: float = 0) -> str:
 
 def event(event_type="job.run.completed", job_id="123", event_id=None, timestamp=None) -> bytes:
     """A body shaped like the documented example payloads."""
-    return json.dumps({
-        "accountId": 1,
-        "eventId": event_id or f"wev_{uuid.uuid4().hex}",
-        "timestamp": timestamp or dbt_cloud_time(),
-        "eventType": event_type,
-        "webhookName": "publish landing zone",
-        "data": {"jobId": job_id, "runId": "12345", "runStatus": "Success", "runStatusCode": 10},
-    }).encode()
+    return json.dumps(
+        {
+            "accountId": 1,
+            "eventId": event_id or f"wev_{uuid.uuid4().hex}",
+            "timestamp": timestamp or dbt_cloud_time(),
+            "eventType": event_type,
+            "webhookName": "publish landing zone",
+            "data": {"jobId": job_id, "runId": "12345", "runStatus": "Success", "runStatusCode": 10},
+        }
+    ).encode()
 
 
 def request(url: str, body: bytes = b"", authorization=None, method="POST", path=None, headers=None):
@@ -170,13 +172,17 @@ def test_a_signed_completed_event_is_accepted_at_once_and_publishes():
     assert publishes.count == 1
 
 
-@pytest.mark.parametrize("authorization", [
-    lambda body: None,
-    lambda body: "",
-    lambda body: sign(b"another secret", body),
-    lambda body: sign(SECRET, body + b" "),
-    lambda body: "sha256=" + sign(SECRET, body),  # not dbt Cloud's format
-], ids=["missing", "empty", "other-secret", "other-body", "prefixed"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        lambda body: None,
+        lambda body: "",
+        lambda body: sign(b"another secret", body),
+        lambda body: sign(SECRET, body + b" "),
+        lambda body: "sha256=" + sign(SECRET, body),  # not dbt Cloud's format
+    ],
+    ids=["missing", "empty", "other-secret", "other-body", "prefixed"],
+)
 def test_a_missing_or_wrong_signature_is_refused_and_publishes_nothing(authorization):
     publishes = Publishes()
     body = event()

@@ -37,12 +37,12 @@ def publish_once(storage: LocalStorage, name: str, round_number: int, pause) -> 
         state = publisher.table_state(TABLE)
         staged = scratch_path(run_id)
         (storage.root / staged).mkdir(parents=True)
-        table = pa.table({"id": [round_number], "run": [run_id],
-                          "__rowMarker__": pa.array([4], pa.int32())})
+        table = pa.table({"id": [round_number], "run": [run_id], "__rowMarker__": pa.array([4], pa.int32())})
         pq.write_table(table, storage.root / staged / "part-0.parquet")
         pause()
-        pending = publisher.prepare(TABLE, ["id", "run"], staged, state, 1, name, run_id,
-                                    full_load=not state.exists, rebuild=False)
+        pending = publisher.prepare(
+            TABLE, ["id", "run"], staged, state, 1, name, run_id, full_load=not state.exists, rebuild=False
+        )
         pause()
         fence = leases.fence(lease)
         publisher.begin(pending, fence)

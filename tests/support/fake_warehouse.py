@@ -7,9 +7,10 @@ way Spark would: key hashes copy the output's rows, changed keys compare them, a
 the change rows as real Parquet into the staged folder, with `__rowMarker__` as int32.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,10 +26,10 @@ _ARROW_TYPES = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string()}
 class FakeRelation:
     schema: str
     identifier: str
-    type: Optional[str] = None
-    database: Optional[str] = None
+    type: str | None = None
+    database: str | None = None
 
-    def incorporate(self, path: Optional[Dict[str, str]] = None, type: Optional[str] = None) -> "FakeRelation":
+    def incorporate(self, path: dict[str, str] | None = None, type: str | None = None) -> "FakeRelation":
         return replace(self, identifier=(path or {}).get("identifier", self.identifier), type=type or self.type)
 
     def __str__(self) -> str:
@@ -37,25 +38,25 @@ class FakeRelation:
 
 @dataclass
 class FakeTable:
-    columns: List[ColumnSpec]
-    rows: List[Dict[str, Any]]
-    properties: Dict[str, str] = field(default_factory=dict)
+    columns: list[ColumnSpec]
+    rows: list[dict[str, Any]]
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 class FakeWarehouse:
     def __init__(self, schema: str = "analytics") -> None:
         self.schema = schema
-        self.tables: Dict[str, FakeTable] = {}
+        self.tables: dict[str, FakeTable] = {}
         #: Names of the macros run as statements or queries, in order.
-        self.statements: List[str] = []
+        self.statements: list[str] = []
         #: Names of the macros rendered for their text only (selects, signatures).
-        self.rendered: List[str] = []
+        self.rendered: list[str] = []
         # What each rendered change-row select means, by its text.
-        self._selects: Dict[str, Tuple[Any, ...]] = {}
+        self._selects: dict[str, tuple[Any, ...]] = {}
 
     # -- the model build the materialization does --------------------------------------------------
 
-    def build(self, relation: FakeRelation, columns: List[ColumnSpec], rows: List[Dict[str, Any]]) -> None:
+    def build(self, relation: FakeRelation, columns: list[ColumnSpec], rows: list[dict[str, Any]]) -> None:
         assert relation.identifier not in self.tables, f"{relation} exists"
         self.tables[relation.identifier] = FakeTable(list(columns), [dict(r) for r in rows])
 
@@ -95,7 +96,7 @@ class FakeWarehouse:
         elif macro == "openmirror_write_files_sql":
             self._write_files(values["uri"], values["select_sql"])
 
-    def query(self, macro: str, **values: Any) -> List[Tuple[Any, ...]]:
+    def query(self, macro: str, **values: Any) -> list[tuple[Any, ...]]:
         self._rendered_statement(macro, values)
         if macro == "openmirror_row_count_sql":
             return [(len(self._named(values["relation"]).rows),)]
@@ -112,20 +113,20 @@ class FakeWarehouse:
             return [("spark.master", "local[2]")]
         return []  # key problems and lookalikes: none in these outputs
 
-    def _rendered_statement(self, macro: str, values: Dict[str, Any]) -> None:
+    def _rendered_statement(self, macro: str, values: dict[str, Any]) -> None:
         getattr(sql_macros(), macro)(**values)
         self.statements.append(macro)
 
     @staticmethod
-    def _counted(markers: List[int]) -> List[Tuple[Any, ...]]:
+    def _counted(markers: list[int]) -> list[tuple[Any, ...]]:
         return [(marker, markers.count(marker)) for marker in sorted(set(markers))]
 
     # -- Catalog ----------------------------------------------------------------------------------
 
-    def find(self, relation: Any) -> Optional[Any]:
+    def find(self, relation: Any) -> Any | None:
         return relation.incorporate(type="table") if relation.identifier in self.tables else None
 
-    def columns(self, relation: Any) -> List[ColumnSpec]:
+    def columns(self, relation: Any) -> list[ColumnSpec]:
         return list(self.table(relation).columns)
 
     def drop(self, relation: Any) -> None:
@@ -152,8 +153,8 @@ class FakeWarehouse:
         return self.tables[self._identifier(name)]
 
     @staticmethod
-    def _diff(new: FakeTable, previous: FakeTable, keys: List[str]) -> List[Dict[str, Any]]:
-        def key(row: Dict[str, Any]) -> Tuple[Any, ...]:
+    def _diff(new: FakeTable, previous: FakeTable, keys: list[str]) -> list[dict[str, Any]]:
+        def key(row: dict[str, Any]) -> tuple[Any, ...]:
             return tuple(row[k] for k in keys)
 
         before = {key(row): row for row in previous.rows}
@@ -163,7 +164,7 @@ class FakeWarehouse:
         changes += [{**{c: row[c] for c in keys}, ROW_MARKER: DELETE} for k, row in before.items() if k not in after]
         return changes
 
-    def _change_rows(self, meaning: Tuple[Any, ...]) -> List[Dict[str, Any]]:
+    def _change_rows(self, meaning: tuple[Any, ...]) -> list[dict[str, Any]]:
         kind, new = meaning[0], self._named(meaning[1])
         if kind == "full":
             return [{**row, ROW_MARKER: INSERT} for row in new.rows]

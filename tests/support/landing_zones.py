@@ -21,8 +21,14 @@ def declare(folder: Path, keys: Sequence[str] | None = None, **fields: Any) -> P
     return folder
 
 
-def parquet(folder: Path, name: Any, columns: dict[str, Any], markers: Sequence[int] | None = None,
-            schema: pa.Schema | None = None, **options: Any) -> Path:
+def parquet(
+    folder: Path,
+    name: Any,
+    columns: dict[str, Any],
+    markers: Sequence[int] | None = None,
+    schema: pa.Schema | None = None,
+    **options: Any,
+) -> Path:
     """One Parquet data file: `name` is a sequence number or a file name; `columns` a dict of
     column -> values (or arrays), the marker last when given."""
     table = pa.table(columns, schema=schema)
@@ -46,7 +52,10 @@ def text_file(folder: Path, name: str, text: str, modified: float | None = None)
 def csv_table(folder: Path, keys: Sequence[str], columns: list[dict[str, Any]], **properties: Any) -> Path:
     """`_metadata.json` of a delimited-text table with the `.csv` extension."""
     return declare(
-        folder, keys, FileFormat="DelimitedText", FileExtension="csv",
+        folder,
+        keys,
+        FileFormat="DelimitedText",
+        FileExtension="csv",
         FileFormatTypeProperties={"FirstRowAsHeader": True, **properties},
         SchemaDefinition={"Columns": columns},
     )

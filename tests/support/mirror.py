@@ -137,7 +137,12 @@ def sorted_bucket_scans(project) -> str:
 
 
 def rewrite_key_hashes(
-    warehouse: Warehouse, hashes: str, key: str, *, hash1_offset: int = 0, run_id: str | None = None,
+    warehouse: Warehouse,
+    hashes: str,
+    key: str,
+    *,
+    hash1_offset: int = 0,
+    run_id: str | None = None,
     buckets: int | None = None,
 ) -> None:
     """Rewrite a key hashes table (its columns are those macros/sql/hash_diff.sql writes): the
@@ -150,8 +155,10 @@ def rewrite_key_hashes(
         f"__openmirror_hash1 + {hash1_offset} as __openmirror_hash1, __openmirror_hash2 from {hashes}"
     )
     properties = dict(warehouse.project.run_sql(f"show tblproperties {hashes}", fetch="all"))
-    stamp = {"openmirror.run_id": run_id or properties["openmirror.run_id"],
-             "openmirror.hash_columns": properties["openmirror.hash_columns"]}
+    stamp = {
+        "openmirror.run_id": run_id or properties["openmirror.run_id"],
+        "openmirror.hash_columns": properties["openmirror.hash_columns"],
+    }
     # Spark string literals; run_sql formats the statement, so their braces are doubled too.
     literals = {
         name: value.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
@@ -159,8 +166,11 @@ def rewrite_key_hashes(
     }
     warehouse.run(f"drop table {hashes}")
     warehouse.run(f"alter table {hashes}_rewritten rename to {hashes}")
-    warehouse.run(f"alter table {hashes} set tblproperties ("
-                  + ", ".join(f"'{name}' = '{value}'" for name, value in literals.items()) + ")")
+    warehouse.run(
+        f"alter table {hashes} set tblproperties ("
+        + ", ".join(f"'{name}' = '{value}'" for name, value in literals.items())
+        + ")"
+    )
 
 
 @contextmanager
@@ -168,8 +178,16 @@ def watching_mirror(landing_zone: Path, target: Path, interval: float = 0.5) -> 
     """`dbt-openmirror replay --watch` as its own process, mirroring `landing_zone` the way the
     service does (and, for a `.../Files/LandingZone` folder, writing the service's status files
     beside it), until the block ends."""
-    command = [str(Path(sys.executable).parent / "dbt-openmirror"), "replay", str(landing_zone),
-               "--target", str(target), "--watch", "--interval", str(interval)]
+    command = [
+        str(Path(sys.executable).parent / "dbt-openmirror"),
+        "replay",
+        str(landing_zone),
+        "--target",
+        str(target),
+        "--watch",
+        "--interval",
+        str(interval),
+    ]
     watcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         yield watcher
@@ -185,8 +203,9 @@ def wait_until_mirrored(landing_zone: Path, target: Path, folders: list[Path], t
     status_path = target / "Monitoring" / "tables.json"
     while True:
         wanted = {
-            (folder.parent.name[: -len(".schema")], folder.name):
-            json.loads((folder / "_dbt_openmirror.json").read_text())["lastSequenceNumber"]
+            (folder.parent.name[: -len(".schema")], folder.name): json.loads(
+                (folder / "_dbt_openmirror.json").read_text()
+            )["lastSequenceNumber"]
             for folder in folders
         }
         try:

@@ -52,4 +52,3 @@ def replay(table_folder: Path) -> list[dict[str, Any]]:
             else:
                 raise AssertionError(f"{path.name}: unknown {ROW_MARKER} {marker}")
     return [{c: row.get(c) for c in columns} for row in rows]
-

@@ -3,7 +3,7 @@ model ends), against the fake warehouse and a real local landing zone in a test'
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -28,19 +28,28 @@ FIRST = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]
 class Project:
     """One model publishing into a landing zone in tmp_path, run after run."""
 
-    def __init__(self, root: Path, config: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, root: Path, config: dict[str, Any] | None = None) -> None:
         self.landing_zone = root / "landing_zone"
         self.landing_zone.mkdir()
         self.storage = LocalStorage(self.landing_zone)
         self.warehouse = FakeWarehouse()
         self.mirror = mirror_config("customers", THIS.schema, THIS.identifier, {"unique_key": "id", **(config or {})})
-        self.warned: List[str] = []
+        self.warned: list[str] = []
         self.runs = 0
         self.context = RunContext(
-            storage=self.storage, publisher=Publisher(self.storage), leases=LeaseManager(self.storage),
-            statements=self.warehouse, catalog=self.warehouse, landing_zone=str(self.landing_zone),
-            staging_mode=lambda: "direct", interrupted=lambda: False,
-            warn=self.warned.append, info=print, debug=print, warning=print, error=print,
+            storage=self.storage,
+            publisher=Publisher(self.storage),
+            leases=LeaseManager(self.storage),
+            statements=self.warehouse,
+            catalog=self.warehouse,
+            landing_zone=str(self.landing_zone),
+            staging_mode=lambda: "direct",
+            interrupted=lambda: False,
+            warn=self.warned.append,
+            info=print,
+            debug=print,
+            warning=print,
+            error=print,
         )
         self.held = HeldChanges(self.context)
 
@@ -48,13 +57,20 @@ class Project:
     def folder(self) -> Path:
         return self.landing_zone / self.mirror.table_folder
 
-    def run(self, rows: List[Dict[str, Any]], full_refresh: bool = False, dry_run: bool = False) -> OpenMirrorResponse:
+    def run(self, rows: list[dict[str, Any]], full_refresh: bool = False, dry_run: bool = False) -> OpenMirrorResponse:
         """As the materialization: start, build the output, publish, and the model ends."""
         self.runs += 1
         self.warehouse.statements.clear()
         run = MirrorRun(
-            self.context, self.held, self.mirror, THIS, f"run-{self.runs}", "model.shop.customers",
-            full_refresh, dry_run, empty=False,
+            self.context,
+            self.held,
+            self.mirror,
+            THIS,
+            f"run-{self.runs}",
+            "model.shop.customers",
+            full_refresh,
+            dry_run,
+            empty=False,
         )
         try:
             run.prepare()
@@ -65,14 +81,14 @@ class Project:
         finally:
             run.close()
 
-    def files(self) -> List[str]:
+    def files(self) -> list[str]:
         return sorted(p.name for p in self.folder.glob("*.parquet"))
 
-    def rows(self, name: str) -> List[Dict[str, Any]]:
+    def rows(self, name: str) -> list[dict[str, Any]]:
         return sorted(pq.read_table(self.folder / name).to_pylist(), key=lambda r: (r[ROW_MARKER], r["id"]))
 
-    def record(self) -> Dict[str, Any]:
+    def record(self) -> dict[str, Any]:
         return json.loads((self.folder / PUBLISH_RECORD_FILE).read_text())
 
-    def snapshot(self) -> Dict[str, str]:
+    def snapshot(self) -> dict[str, str]:
         return self.warehouse.table(THIS).properties

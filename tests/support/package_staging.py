@@ -39,10 +39,19 @@ def stage_run(
     for row in rows:
         counts[str(row["__rowMarker__"])] = counts.get(str(row["__rowMarker__"]), 0) + 1
     run = StagedRun(
-        run_id=run_id, model=model, table_folder=table_folder, key_columns=["id"],
-        base_run_id=base_run_id, load=load, reason="", staged_sequence=sequence,
-        staged_folder=staged_folder if recorded_folder is None else recorded_folder, rows=len(rows),
-        marker_counts=counts, state=states[-1], recorded_at=datetime.now(timezone.utc),
+        run_id=run_id,
+        model=model,
+        table_folder=table_folder,
+        key_columns=["id"],
+        base_run_id=base_run_id,
+        load=load,
+        reason="",
+        staged_sequence=sequence,
+        staged_folder=staged_folder if recorded_folder is None else recorded_folder,
+        rows=len(rows),
+        marker_counts=counts,
+        state=states[-1],
+        recorded_at=datetime.now(timezone.utc),
     )
     (landing_zone / MANIFEST_FOLDER).mkdir(parents=True, exist_ok=True)
     for state in states:

@@ -28,25 +28,32 @@ def write_project(root: Path, target: dict) -> Path:
     table folder the model publishes to."""
     (root / "models").mkdir(parents=True)
     (root / "models" / "customers.sql").write_text(MODEL)
-    (root / "dbt_project.yml").write_text(yaml.safe_dump(
-        {"name": "jobs", "version": "1.0", "config-version": 2, "profile": "jobs"}
-    ))
+    (root / "dbt_project.yml").write_text(
+        yaml.safe_dump({"name": "jobs", "version": "1.0", "config-version": 2, "profile": "jobs"})
+    )
     target = {"schema": "jobs", "landing_zone": str(root / "landing_zone"), **target}
     Path(target["landing_zone"]).mkdir(parents=True, exist_ok=True)
-    (root / "profiles.yml").write_text(yaml.safe_dump(
-        {"jobs": {"target": "dev", "outputs": {"dev": target}}}
-    ))
+    (root / "profiles.yml").write_text(yaml.safe_dump({"jobs": {"target": "dev", "outputs": {"dev": target}}}))
     return Path(target["landing_zone"]) / f"{target['schema']}.schema" / "customers"
 
 
 def dbt_run_command(project: Path, rows: Sequence[Row], **dbt_vars) -> list[str]:
     values = ", ".join(f"({i}, '{n}', {a})" for i, n, a in rows)
-    return [str(Path(sys.executable).parent / "dbt"), "run", "--project-dir", str(project),
-            "--profiles-dir", str(project), "--vars", json.dumps({"rows": values, **dbt_vars})]
+    return [
+        str(Path(sys.executable).parent / "dbt"),
+        "run",
+        "--project-dir",
+        str(project),
+        "--profiles-dir",
+        str(project),
+        "--vars",
+        json.dumps({"rows": values, **dbt_vars}),
+    ]
 
 
-def dbt_run(project: Path, rows: Sequence[Row], fail_at: int | None = None, mode: str = "raise",
-            log: Path | None = None) -> subprocess.CompletedProcess:
+def dbt_run(
+    project: Path, rows: Sequence[Row], fail_at: int | None = None, mode: str = "raise", log: Path | None = None
+) -> subprocess.CompletedProcess:
     """`dbt run` in its own process; failing at operation `fail_at` when given (tests/support/faulty.py)."""
     command = dbt_run_command(project, rows)
     if fail_at is not None:

@@ -13,7 +13,9 @@ def test_defaults_follow_the_model():
     assert mirror.unique_key == ["id"]
     assert mirror.table_folder == "analytics.schema/orders"
     assert (mirror.parquet_compression, mirror.change_markers, mirror.row_marker_position) == (
-        "snappy", "insert_update_delete", "last",
+        "snappy",
+        "insert_update_delete",
+        "last",
     )
     assert mirror.max_rows_per_file == 0
     assert mirror.on_schema_change == "append_new_columns"
@@ -23,7 +25,9 @@ def test_defaults_follow_the_model():
 def test_on_schema_change_ignore_and_lease_settings_are_accepted():
     mirror = config(on_schema_change="ignore", lease_ttl_seconds=30, lease_wait_seconds=10)
     assert (mirror.on_schema_change, mirror.lease_ttl_seconds, mirror.lease_wait_seconds) == (
-        "ignore", 30, 10,
+        "ignore",
+        30,
+        10,
     )
 
 

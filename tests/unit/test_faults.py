@@ -26,7 +26,9 @@ def test_the_log_lists_operations_and_zero_fails_none(tmp_path):
     storage.rename_create_only("x/a.txt", "x/b.txt")
     storage.delete_folder("x")
     assert log.read_text().splitlines() == [
-        "1\twrite x/a.txt", "2\trename x/a.txt -> x/b.txt", "3\tdelete folder x",
+        "1\twrite x/a.txt",
+        "2\trename x/a.txt -> x/b.txt",
+        "3\tdelete folder x",
     ]
 
 

@@ -48,8 +48,12 @@ def test_signature_names_the_formula_and_changes_with_a_published_type_or_a_colu
 
 def test_key_hashes_one_pass_with_a_null_mask_and_two_seeds_bucketed_and_sorted_by_the_key():
     sql = macros.openmirror_key_hashes_sql(
-        target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT, TAGS],
-        properties={"openmirror.run_id": "r'1"}, buckets=16,
+        target="s.t__h",
+        relation="s.t__new",
+        key_columns=KEYS,
+        hashed=[AMOUNT, TAGS],
+        properties={"openmirror.run_id": "r'1"},
+        buckets=16,
     )
     assert sql.startswith(
         "create table s.t__h using parquet clustered by (`Order_ID`, `line`) sorted by (`Order_ID`, `line`)"
@@ -87,7 +91,10 @@ def test_key_problems_per_row_or_counted():
 
 def changed_keys(key_columns, change_markers):
     return macros.openmirror_changed_keys_sql(
-        target="s.t__c", new_hashes="s.t__new_h", previous_hashes="s.t__h", key_columns=key_columns,
+        target="s.t__c",
+        new_hashes="s.t__new_h",
+        previous_hashes="s.t__h",
+        key_columns=key_columns,
         change_markers=change_markers,
     )
 
@@ -108,8 +115,13 @@ def test_changed_keys_join_two_narrow_tables_count_and_mark_them():
 def test_changed_rows_read_back_only_changed_keys():
     plan = SchemaPlan(columns=[ORDER, LINE, TAGS], kept=[NAME])
     sql = macros.openmirror_changed_rows_sql(
-        new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=plan.kept, key_columns=KEYS,
-        change_markers="insert_update_delete", position="first",
+        new_relation="s.t__new",
+        changes="s.t__c",
+        columns=plan.columns,
+        kept=plan.kept,
+        key_columns=KEYS,
+        change_markers="insert_update_delete",
+        position="first",
     )
     present, deleted = sql.split("union all")
     assert "from s.t__c c\njoin s.t__new n on c.`Order_ID` = n.`Order_ID` and c.`line` = n.`line`" in present
@@ -130,17 +142,32 @@ def test_complex_keys_are_published_as_json_in_every_file():
     key = ColumnSpec("k", "struct<a:int,b:string>")
     plan = SchemaPlan(columns=[key, NAME])
     present, deleted = macros.openmirror_changed_rows_sql(
-        new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=[], key_columns=["k"],
-        change_markers="insert_update_delete", position="last",
+        new_relation="s.t__new",
+        changes="s.t__c",
+        columns=plan.columns,
+        kept=[],
+        key_columns=["k"],
+        change_markers="insert_update_delete",
+        position="last",
     ).split("union all")
     assert "to_json(c.`k`) as `k`" in present and "to_json(`k`) as `k`" in deleted
     whole_rows = macros.openmirror_change_rows_sql(
-        new_relation="s.new", previous_relation="s.old", columns=plan.columns, kept=[], added=[],
-        key_columns=["k"], change_markers="insert_update_delete", position="last",
+        new_relation="s.new",
+        previous_relation="s.old",
+        columns=plan.columns,
+        kept=[],
+        added=[],
+        key_columns=["k"],
+        change_markers="insert_update_delete",
+        position="last",
     )
     assert "to_json(coalesce(n.`k`, o.`k`)) as `k`" in whole_rows
     initial = macros.openmirror_initial_load_sql(
-        relation="s.new", columns=plan.columns, kept=[], change_markers="insert_update_delete", position="last",
+        relation="s.new",
+        columns=plan.columns,
+        kept=[],
+        change_markers="insert_update_delete",
+        position="last",
     )
     assert "to_json(`k`) as `k`" in initial
 
@@ -151,19 +178,34 @@ def test_columns_are_published_under_the_spelling_the_mirror_has():
     kept = ColumnSpec("Gone", "int", published_as="GONE")
     plan = SchemaPlan(columns=[key, respelled], kept=[kept])
     present, deleted = macros.openmirror_changed_rows_sql(
-        new_relation="s.t__new", changes="s.t__c", columns=plan.columns, kept=plan.kept, key_columns=["ID"],
-        change_markers="insert_update_delete", position="last",
+        new_relation="s.t__new",
+        changes="s.t__c",
+        columns=plan.columns,
+        kept=plan.kept,
+        key_columns=["ID"],
+        change_markers="insert_update_delete",
+        position="last",
     ).split("union all")
     assert "c.`id` as `ID`" in present and "n.`name` as `Name`" in present
     assert "cast(null as int) as `GONE`" in present
     assert "`id` as `ID`" in deleted and "cast(null as string) as `Name`" in deleted
     whole_rows = macros.openmirror_change_rows_sql(
-        new_relation="s.new", previous_relation="s.old", columns=plan.columns, kept=plan.kept, added=[],
-        key_columns=["ID"], change_markers="insert_update_delete", position="last",
+        new_relation="s.new",
+        previous_relation="s.old",
+        columns=plan.columns,
+        kept=plan.kept,
+        added=[],
+        key_columns=["ID"],
+        change_markers="insert_update_delete",
+        position="last",
     )
     assert "coalesce(n.`id`, o.`id`) as `ID`" in whole_rows and "n.`name` as `Name`" in whole_rows
     initial = macros.openmirror_initial_load_sql(
-        relation="s.new", columns=plan.columns, kept=[], change_markers="insert_update_delete", position="last",
+        relation="s.new",
+        columns=plan.columns,
+        kept=[],
+        change_markers="insert_update_delete",
+        position="last",
     )
     assert "`name` as `Name`" in initial
 
@@ -182,7 +224,12 @@ def test_bucket_count_is_a_power_of_two_by_rows():
 def test_no_buckets_for_collated_string_keys():
     assert bucket_count(10 * ROWS_PER_BUCKET, ["bigint", "string collate UTF8_LCASE"]) == 0
     sql = macros.openmirror_key_hashes_sql(
-        target="s.t__h", relation="s.t__new", key_columns=KEYS, hashed=[AMOUNT], properties={}, buckets=0,
+        target="s.t__h",
+        relation="s.t__new",
+        key_columns=KEYS,
+        hashed=[AMOUNT],
+        properties={},
+        buckets=0,
     )
     assert "clustered by" not in sql and "sorted by" not in sql and "REPARTITION" not in sql
     assert "\nselect `Order_ID`, `line`, xxhash64(" in sql

@@ -17,6 +17,7 @@ from tests.support.leases import TABLE, age, generations, lease_file
 
 pytestmark = pytest.mark.usefixtures("no_runs_in_this_process")
 
+
 def test_a_live_lease_refuses_a_second_run_and_names_the_holder(manager, tmp_path):
     manager.acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
     with pytest.raises(LeaseHeldError) as error:
@@ -58,16 +59,16 @@ def test_a_run_that_wrote_nothing_leaves_the_leases_as_it_found_them(manager, tm
 
 
 def journal(landing_zone, generation):
-    (landing_zone / TABLE / "_dbt_openmirror.json").write_text(json.dumps(
-        {"lastSequenceNumber": 1, "keyColumns": ["id"], "model": "orders", "leaseGeneration": generation}
-    ))
+    (landing_zone / TABLE / "_dbt_openmirror.json").write_text(
+        json.dumps({"lastSequenceNumber": 1, "keyColumns": ["id"], "model": "orders", "leaseGeneration": generation})
+    )
 
 
 def test_a_new_lease_is_numbered_above_the_generation_the_journal_was_written_under(manager, tmp_path):
     (tmp_path / TABLE).mkdir(parents=True)
-    (tmp_path / TABLE / "_dbt_openmirror.json").write_text(json.dumps(
-        {"lastSequenceNumber": 3, "keyColumns": ["id"], "model": "orders", "leaseGeneration": 7}
-    ))
+    (tmp_path / TABLE / "_dbt_openmirror.json").write_text(
+        json.dumps({"lastSequenceNumber": 3, "keyColumns": ["id"], "model": "orders", "leaseGeneration": 7})
+    )
     # The lease folder was cleaned up by hand: the journal still knows the generation.
     assert manager.acquire(TABLE, "run-1", "orders", 60, 0).generation == 8
 

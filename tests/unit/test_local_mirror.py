@@ -34,11 +34,19 @@ def rows_of(mirror, schema, table):
 
 
 def test_reference_semantics_follow_the_spec_table():
-    changes = with_markers(pa.table({"id": [1, 3, 9, 2], "v": ["a2", "c", None, "b2"],
-                                     "__rowMarker__": pa.array([0, 1, 2, 4], pa.int32())}), 0, keyed=True)
+    changes = with_markers(
+        pa.table(
+            {"id": [1, 3, 9, 2], "v": ["a2", "c", None, "b2"], "__rowMarker__": pa.array([0, 1, 2, 4], pa.int32())}
+        ),
+        0,
+        keyed=True,
+    )
     result = replay_rows([{"id": 1, "v": "a"}, {"id": 2, "v": "b"}], changes, ["id"])
     assert sorted(result, key=lambda r: (r["id"], r["v"])) == [
-        {"id": 1, "v": "a"}, {"id": 1, "v": "a2"}, {"id": 2, "v": "b2"}, {"id": 3, "v": "c"},
+        {"id": 1, "v": "a"},
+        {"id": 1, "v": "a2"},
+        {"id": 2, "v": "b2"},
+        {"id": 3, "v": "c"},
     ]
 
 
@@ -118,7 +126,9 @@ def test_added_and_omitted_columns(lz, mirror):
     write(lz / "t", 3, [{"id": 3, "b": 6}], [0])
     mirror.replay()
     assert rows_of(mirror, "dbo", "t") == [
-        {"id": 1, "a": "x", "b": None}, {"id": 2, "a": "y", "b": 5}, {"id": 3, "a": None, "b": 6},
+        {"id": 1, "a": "x", "b": None},
+        {"id": 2, "a": "y", "b": 5},
+        {"id": 3, "a": None, "b": 6},
     ]
 
 
@@ -178,7 +188,8 @@ def test_killed_after_commit_before_move_applies_nothing_twice(lz, tmp_path):
     mirror.replay()
     assert rows_of(mirror, "dbo", "t") == [{"id": 1, "v": None}, {"id": 1, "v": None}]
     assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [
-        f"{1:020d}.parquet", f"{2:020d}.parquet",
+        f"{1:020d}.parquet",
+        f"{2:020d}.parquet",
     ]
 
 
@@ -195,7 +206,8 @@ def test_killed_inside_the_move_leaves_no_second_copy(lz, mirror):
     assert status.lastAppliedFile == 2
     assert sorted(p.name for p in (lz / "t").glob("*.parquet")) == []
     assert sorted(p.name for p in (lz / "t" / "_ProcessedFiles").iterdir()) == [
-        f"{1:020d}.parquet", f"{2:020d}.parquet",
+        f"{1:020d}.parquet",
+        f"{2:020d}.parquet",
     ]
 
 
@@ -217,8 +229,11 @@ def test_a_table_of_an_earlier_mirror_goes_on_from_its_recorded_number(lz, mirro
 
     declare(lz / "t", ["id"])
     write(lz / "t" / "_ProcessedFiles", 1, [{"id": 1}], [0])
-    write_deltalake(str(mirror.target / "dbo" / "t"), pa.table({"id": [1]}), commit_properties=CommitProperties(
-        app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]))
+    write_deltalake(
+        str(mirror.target / "dbo" / "t"),
+        pa.table({"id": [1]}),
+        commit_properties=CommitProperties(app_transactions=[Transaction(app_id="dbt-openmirror-replay", version=1)]),
+    )
     write(lz / "t", 2, [{"id": 2}], [0])
     [status] = mirror.replay()
     assert (status.status, status.lastAppliedFile) == ("Replicating", 2)

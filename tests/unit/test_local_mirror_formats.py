@@ -32,7 +32,9 @@ def test_last_update_time_applies_any_names_in_storage_time_order(lz, mirror):
     assert (status.status, status.lastAppliedFile, status.lastAppliedFileName) == ("Replicating", 3, "a-07cd.parquet")
     assert rows(mirror.target, "dbo", "t") == [{"id": 1, "v": "second"}, {"id": 2, "v": "third"}]
     assert sorted(p.name for p in (folder / "_ProcessedFiles").iterdir()) == [
-        "a-07cd.parquet", "b-91e0.parquet", "c-3f2a.parquet",
+        "a-07cd.parquet",
+        "b-91e0.parquet",
+        "c-3f2a.parquet",
     ]
     assert (folder / "notes.txt").exists()
 
@@ -88,32 +90,52 @@ COLUMNS = [
 
 def test_a_delimited_text_table(lz, mirror):
     folder = csv_table(lz / "t", ["id"], COLUMNS, NullValue="N/A", ColumnSeparator=";")
-    text_file(folder, f"{1:020d}.csv", (
-        "id;name;at;day;time;price;ok;__rowMarker__\r\n"
-        '1;"Smith; ""Jr""";2026-01-02 03:04:05;2026-01-02;10:11:12;1.5;true;0\r\n'
-        '2;N/A;2026-01-02T03:04:05+02:00;;;;;0\r\n'
-        '3;"N/A";;;;;false;0\r\n'
-    ))
+    text_file(
+        folder,
+        f"{1:020d}.csv",
+        (
+            "id;name;at;day;time;price;ok;__rowMarker__\r\n"
+            '1;"Smith; ""Jr""";2026-01-02 03:04:05;2026-01-02;10:11:12;1.5;true;0\r\n'
+            "2;N/A;2026-01-02T03:04:05+02:00;;;;;0\r\n"
+            '3;"N/A";;;;;false;0\r\n'
+        ),
+    )
     text_file(folder, f"{2:020d}.csv", "name;id;at;day;time;price;ok;__rowMarker__\n;3;;;;;;2\nx;1;;;;2.5;;1\n")
     [status] = mirror.replay()
     assert status.status == "Replicating", status.errorMessage
     utc = datetime.timezone.utc
     assert sorted(rows(mirror.target, "dbo", "t"), key=lambda r: r["id"]) == [
         {"id": 1, "name": "x", "at": None, "day": None, "time": None, "price": 2.5, "ok": None},
-        {"id": 2, "name": None, "at": datetime.datetime(2026, 1, 2, 1, 4, 5, tzinfo=utc), "day": None,
-         "time": None, "price": None, "ok": None},
+        {
+            "id": 2,
+            "name": None,
+            "at": datetime.datetime(2026, 1, 2, 1, 4, 5, tzinfo=utc),
+            "day": None,
+            "time": None,
+            "price": None,
+            "ok": None,
+        },
     ]
     types = {f["name"]: (f["type"], f["nullable"]) for f in schema(mirror.target / "dbo" / "t")}
-    assert types == {"id": ("integer", False), "name": ("string", True), "at": ("timestamp", True),
-                     "day": ("date", True), "time": ("string", True), "price": ("double", True),
-                     "ok": ("boolean", True)}
+    assert types == {
+        "id": ("integer", False),
+        "name": ("string", True),
+        "at": ("timestamp", True),
+        "day": ("date", True),
+        "time": ("string", True),
+        "price": ("double", True),
+        "ok": ("boolean", True),
+    }
 
 
-@pytest.mark.parametrize("text, message", [
-    ("id;name;extra;__rowMarker__\n1;a;b;0\n", "not declared ['extra']"),
-    ("id;name\n1;a\n", "missing ['__rowMarker__']"),
-    ("id;name;__rowMarker__\nx;a;0\n", "column id row 0: 'x' is not Int32"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("id;name;extra;__rowMarker__\n1;a;b;0\n", "not declared ['extra']"),
+        ("id;name\n1;a\n", "missing ['__rowMarker__']"),
+        ("id;name;__rowMarker__\nx;a;0\n", "column id row 0: 'x' is not Int32"),
+    ],
+)
 def test_a_delimited_text_file_that_does_not_match_its_declaration_stops_the_table(lz, mirror, text, message):
     folder = csv_table(lz / "t", ["id"], COLUMNS[:2], ColumnSeparator=";")
     text_file(folder, f"{1:020d}.csv", text)

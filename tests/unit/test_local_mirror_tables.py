@@ -25,15 +25,18 @@ def by_table(statuses):
     return {s.sourceTableName: s for s in statuses}
 
 
-@pytest.mark.parametrize("column, problem", [
-    (pa.array([1], pa.uint8()), "unsigned integer"),
-    (pa.array([2**63], pa.uint64()), "unsigned integer"),
-    (pa.array([datetime.time(10, 30)], pa.time64("us")), "time of day"),
-    (pa.array([decimal.Decimal("1.25")], pa.decimal256(50, 2)), "decimal(50,2)"),
-    (pa.array([1], pa.timestamp("ns")), "nanoseconds"),
-    (pa.array([["a"]]), "JSON strings"),
-    (pa.array([None], pa.null()), "type null"),
-])
+@pytest.mark.parametrize(
+    "column, problem",
+    [
+        (pa.array([1], pa.uint8()), "unsigned integer"),
+        (pa.array([2**63], pa.uint64()), "unsigned integer"),
+        (pa.array([datetime.time(10, 30)], pa.time64("us")), "time of day"),
+        (pa.array([decimal.Decimal("1.25")], pa.decimal256(50, 2)), "decimal(50,2)"),
+        (pa.array([1], pa.timestamp("ns")), "nanoseconds"),
+        (pa.array([["a"]]), "JSON strings"),
+        (pa.array([None], pa.null()), "type null"),
+    ],
+)
 def test_a_column_the_mirror_cannot_hold_stops_only_its_table(lz, tmp_path, capsys, column, problem):
     declare(lz / "bad", ["id"])
     parquet(lz / "bad", 1, {"id": [1], "odd": column}, [0])
@@ -129,8 +132,17 @@ def test_types_the_mirror_holds_round_trip(lz, mirror):
     [status] = mirror.replay()
     assert status.status == "Replicating", status.errorMessage
     types = {f["name"]: f["type"] for f in schema(mirror.target / "dbo" / "t")}
-    assert types == {"id": "short", "small": "byte", "amount": "decimal(38,2)", "day": "date", "at_ms": "timestamp",
-                     "label": "string", "blob": "binary", "flag": "boolean", "ratio": "float"}
+    assert types == {
+        "id": "short",
+        "small": "byte",
+        "amount": "decimal(38,2)",
+        "day": "date",
+        "at_ms": "timestamp",
+        "label": "string",
+        "blob": "binary",
+        "flag": "boolean",
+        "ratio": "float",
+    }
     [row] = read_delta(mirror.target / "dbo" / "t")
     assert row["amount"] == decimal.Decimal("12.50") and row["label"] == "x" and row["blob"] == b"\x00\x01"
 
@@ -168,7 +180,8 @@ def test_a_column_added_later_that_needs_mapping_upgrades_the_table(lz, mirror):
     path = mirror.target / "dbo" / "t"
     assert protocol(path) == {"minReaderVersion": 2, "minWriterVersion": 5}
     assert rows(mirror.target, "dbo", "t") == [
-        {"id": 1, "v": "a2", "new col": 6, "plain": "p"}, {"id": 2, "v": "b", "new col": 5, "plain": None},
+        {"id": 1, "v": "a2", "new col": 6, "plain": "p"},
+        {"id": 2, "v": "b", "new col": 5, "plain": None},
     ]
 
 
@@ -181,9 +194,12 @@ def test_column_mapping_on_a_table_with_table_features(lz, mirror, first_columns
     [status] = mirror.replay()
     assert status.status == "Replicating", status.errorMessage
     path = mirror.target / "dbo" / "t"
-    assert protocol(path) == {"minReaderVersion": 3, "minWriterVersion": 7,
-                              "readerFeatures": ["columnMapping", "timestampNtz"],
-                              "writerFeatures": ["columnMapping", "timestampNtz"]}
+    assert protocol(path) == {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["columnMapping", "timestampNtz"],
+        "writerFeatures": ["columnMapping", "timestampNtz"],
+    }
     assert {r["id"]: r["a b"] for r in read_delta(path)} == {1: first_columns.get("a b", [None])[0], 2: "x"}
     read_back = pa.table(QueryBuilder().register("t", DeltaTable(str(path))).execute("select * from t").read_all())
     expected = sorted([first_columns.get("a b", [None])[0], "x"], key=str)

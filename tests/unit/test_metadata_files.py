@@ -13,21 +13,32 @@ from dbt.adapters.openmirror.rules.metadata_files import (
     parse_table_metadata,
 )
 
-CSV = {"keyColumns": ["id"], "FileFormat": "DelimitedText", "FileExtension": ".csv",
-       "FileFormatTypeProperties": {"FirstRowAsHeader": True},
-       "SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "Int64", "IsNullable": False}]}}
+CSV = {
+    "keyColumns": ["id"],
+    "FileFormat": "DelimitedText",
+    "FileExtension": ".csv",
+    "FileFormatTypeProperties": {"FirstRowAsHeader": True},
+    "SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "Int64", "IsNullable": False}]},
+}
 
 
 def test_every_documented_field():
     document = dict(CSV, fileDetectionStrategy="LastUpdateTimeFileDetection", isUpsertDefaultRowMarker=True)
     document["FileFormatTypeProperties"] = {
-        "FirstRowAsHeader": True, "RowSeparator": "\r\n", "ColumnSeparator": "|", "QuoteCharacter": "'",
-        "EscapeCharacter": "", "NullValue": "N/A", "Encoding": "ISO-8859-1",
+        "FirstRowAsHeader": True,
+        "RowSeparator": "\r\n",
+        "ColumnSeparator": "|",
+        "QuoteCharacter": "'",
+        "EscapeCharacter": "",
+        "NullValue": "N/A",
+        "Encoding": "ISO-8859-1",
     }
     parsed = parse_table_metadata(json.dumps(document))
     assert (parsed.errors, parsed.warnings) == ([], [])
     assert parsed.metadata == TableMetadata(
-        ("id",), "LastUpdateTimeFileDetection", True,
+        ("id",),
+        "LastUpdateTimeFileDetection",
+        True,
         DelimitedText("csv", (DeclaredColumn("id", "Int64", False),), "|", "\r\n", "'", None, "N/A", "ISO-8859-1"),
     )
     assert parsed.metadata.extension == "csv" and parsed.metadata.file_format == "DelimitedText"

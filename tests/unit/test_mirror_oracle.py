@@ -10,8 +10,9 @@ from tests.support.mirror_oracle import replay
 
 
 def write(folder, number, rows, markers):
-    table = pa.table({"id": [r[0] for r in rows], "v": [r[1] for r in rows],
-                      "__rowMarker__": pa.array(markers, pa.int32())})
+    table = pa.table(
+        {"id": [r[0] for r in rows], "v": [r[1] for r in rows], "__rowMarker__": pa.array(markers, pa.int32())}
+    )
     pq.write_table(table, folder / f"{number:020d}.parquet")
 
 

@@ -13,6 +13,7 @@ from dbt.adapters.openmirror.rules.markers import ROW_MARKER
 from tests.support.fake_warehouse import FakeRelation
 from tests.support.mirror_runs import FIRST, THIS, Project
 
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     return Project(tmp_path)
@@ -29,9 +30,15 @@ def test_a_first_load_publishes_every_row_as_an_insert_and_records_the_snapshot(
     assert (response.inserts, response.files, response.mode) == (3, ["00000000000000000001.parquet"], "initial")
     assert "openmirror_initial_load_sql" in project.warehouse.rendered
     assert project.warehouse.statements == [
-        "openmirror_row_count_sql", "openmirror_key_hashes_sql", "openmirror_sorted_bucket_scans_sql", "openmirror_key_problems_sql",
-        "openmirror_sorted_bucket_scans_sql", "openmirror_parquet_timestamps_sql", "openmirror_write_files_sql",
-        "openmirror_marker_counts_sql", "openmirror_snapshot_record_sql",
+        "openmirror_row_count_sql",
+        "openmirror_key_hashes_sql",
+        "openmirror_sorted_bucket_scans_sql",
+        "openmirror_key_problems_sql",
+        "openmirror_sorted_bucket_scans_sql",
+        "openmirror_parquet_timestamps_sql",
+        "openmirror_write_files_sql",
+        "openmirror_marker_counts_sql",
+        "openmirror_snapshot_record_sql",
     ]
     # The key hashes and nothing else stay beside the snapshot.
     assert sorted(project.warehouse.tables) == ["customers", "customers__om_hashes"]
@@ -43,7 +50,9 @@ def test_an_incremental_run_publishes_the_changed_keys_from_the_key_hashes(proje
     response = project.run([{"id": 1, "name": "a"}, {"id": 2, "name": "B"}, {"id": 4, "name": "d"}])
     assert project.files() == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
     assert [(r["id"], r["name"], r[ROW_MARKER]) for r in project.rows("00000000000000000002.parquet")] == [
-        (4, "d", 0), (2, "B", 1), (3, None, 2),
+        (4, "d", 0),
+        (2, "B", 1),
+        (3, None, 2),
     ]
     assert (response.inserts, response.updates, response.deletes, response.mode) == (1, 1, 1, "incremental")
     assert project.snapshot()[SNAPSHOT_SEQUENCE_NUMBER] == "2"

@@ -44,8 +44,9 @@ def item(tmp_path):
 
 
 def service_lists(item, *tables):
-    entries = [{"sourceSchemaName": schema, "sourceTableName": table, "status": "Replicating"}
-               for schema, table in tables]
+    entries = [
+        {"sourceSchemaName": schema, "sourceTableName": table, "status": "Replicating"} for schema, table in tables
+    ]
     (item / "Monitoring" / "tables.json").write_text(json.dumps({"tables": entries}))
 
 

@@ -28,12 +28,14 @@ def test_runs_publish_in_staging_order_once(tmp_path):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
     published = _publish(tmp_path)
     assert [(p.run.run_id, p.names) for p in published] == [
-        ("run-a", ["00000000000000000001.parquet"]), ("run-b", ["00000000000000000002.parquet"]),
+        ("run-a", ["00000000000000000001.parquet"]),
+        ("run-b", ["00000000000000000002.parquet"]),
     ]
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 11}]
     assert record(tmp_path)["lastRunId"] == "run-b"
     assert {r.run_id: r.state for r in read_manifest(LocalStorage(tmp_path))} == {
-        "run-a": "published", "run-b": "published",
+        "run-a": "published",
+        "run-b": "published",
     }
     assert not (tmp_path / "_scratchPad" / "dbt-openmirror" / "run-a").exists()
     before = tree_digest(tmp_path)
@@ -46,7 +48,9 @@ def test_a_run_without_changes_moves_the_chain_on_without_a_file(tmp_path):
     stage_run(tmp_path, "run-b", 2, [], base_run_id="run-a")
     stage_run(tmp_path, "run-c", 3, SECOND, base_run_id="run-b")
     assert [p.names for p in _publish(tmp_path)] == [
-        ["00000000000000000001.parquet"], [], ["00000000000000000002.parquet"],
+        ["00000000000000000001.parquet"],
+        [],
+        ["00000000000000000002.parquet"],
     ]
     assert record(tmp_path)["lastRunId"] == "run-c"
 
@@ -135,6 +139,7 @@ def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, caps
 
 
 # -- the manifest is data: every field of a row is checked before anything is done with it ------
+
 
 def _untouched(landing_zone, before, *kept):
     after = tree_digest(landing_zone)

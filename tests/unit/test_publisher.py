@@ -145,7 +145,9 @@ def test_rebuild_restarts_numbering(storage):
     stage(storage, 4)
     assert publish(storage, 4, last=2, rebuild=True).names == ["00000000000000000001.parquet"]
     assert sorted(p.name for p in (storage.root / TABLE).iterdir()) == [
-        "00000000000000000001.parquet", "_dbt_openmirror.json", "_metadata.json",
+        "00000000000000000001.parquet",
+        "_dbt_openmirror.json",
+        "_metadata.json",
     ]
 
 

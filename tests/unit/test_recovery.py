@@ -5,10 +5,17 @@ from dbt.adapters.openmirror.publishing.recovery import ABANDON, DISCARD, ROLL_F
 
 STAGED = "_scratchPad/dbt-openmirror/run-2"
 PENDING = PendingPublish(
-    run_id="run-2", model="m", table_folder="s.schema/t", key_columns=["id"],
-    base_sequence_number=4, rebuild=False, staged_folder=STAGED,
-    files=[(f"{STAGED}/part-0.parquet", "00000000000000000005.parquet"),
-           (f"{STAGED}/part-1.parquet", "00000000000000000006.parquet")],
+    run_id="run-2",
+    model="m",
+    table_folder="s.schema/t",
+    key_columns=["id"],
+    base_sequence_number=4,
+    rebuild=False,
+    staged_folder=STAGED,
+    files=[
+        (f"{STAGED}/part-0.parquet", "00000000000000000005.parquet"),
+        (f"{STAGED}/part-1.parquet", "00000000000000000006.parquet"),
+    ],
     rows=10,
 )
 FIVE, SIX = "00000000000000000005.parquet", "00000000000000000006.parquet"

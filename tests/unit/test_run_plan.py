@@ -22,10 +22,17 @@ NO_FOLDER = TableFolderState(False, None, 0)
 AT_3 = TableFolderState(True, ["id"], 3)
 
 
-def plan(folder=AT_3, snapshot=SnapshotRecord(FOLDER, 3), full_refresh=False, previous=COLUMNS,
-         current=COLUMNS, on_schema_change="append_new_columns", keys=("id",), destination=HERE):
-    return plan_run(destination, list(keys), folder, snapshot, full_refresh, previous, current,
-                    on_schema_change)
+def plan(
+    folder=AT_3,
+    snapshot=SnapshotRecord(FOLDER, 3),
+    full_refresh=False,
+    previous=COLUMNS,
+    current=COLUMNS,
+    on_schema_change="append_new_columns",
+    keys=("id",),
+    destination=HERE,
+):
+    return plan_run(destination, list(keys), folder, snapshot, full_refresh, previous, current, on_schema_change)
 
 
 def test_snapshot_matching_the_folder_publishes_incrementally():
@@ -106,8 +113,12 @@ def test_a_folder_whose_last_publish_is_not_the_snapshots_rebuilds():
     same = plan(folder=TableFolderState(True, ["id"], 3, last_run_id="run-2"), snapshot=snapshot)
     assert same.mode == INCREMENTAL
     # Snapshots written before the landing zone was recorded are not held to the run check.
-    assert plan(folder=TableFolderState(True, ["id"], 3, last_run_id="run-1"),
-                snapshot=SnapshotRecord(FOLDER, 3, "run-2")).mode == INCREMENTAL
+    assert (
+        plan(
+            folder=TableFolderState(True, ["id"], 3, last_run_id="run-1"), snapshot=SnapshotRecord(FOLDER, 3, "run-2")
+        ).mode
+        == INCREMENTAL
+    )
 
 
 def test_two_models_or_targets_publishing_one_table_folder_fail_naming_both():

@@ -16,8 +16,9 @@ def test_an_empty_profile_gets_the_project_folder_and_a_quiet_console():
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": "OFF",
         "spark.sql.warehouse.dir": "/projects/jaffle shop/spark-warehouse",
-        "spark.hadoop.javax.jdo.option.ConnectionURL":
-            "jdbc:derby:;databaseName=/projects/jaffle shop/metastore_db;create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            "jdbc:derby:;databaseName=/projects/jaffle shop/metastore_db;create=true"
+        ),
         "spark.driver.extraJavaOptions": "-Dderby.system.home='/projects/jaffle shop'",
     }
 
@@ -53,7 +54,9 @@ def test_a_metastore_set_either_way_is_not_replaced():
 
 def test_without_a_project_only_the_console_settings():
     assert session_parameters({"spark.master": "local[2]"}, None) == {
-        "spark.ui.showConsoleProgress": "false", "spark.log.level": "OFF", "spark.master": "local[2]",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": "OFF",
+        "spark.master": "local[2]",
     }
 
 
@@ -64,8 +67,9 @@ def _credentials(method, **parameters):
 
 
 def test_applied_to_session_profiles_only(tmp_path):
-    session = SimpleNamespace(credentials=_credentials("session", **{"spark.master": "local[2]"}),
-                              project_root=str(tmp_path))
+    session = SimpleNamespace(
+        credentials=_credentials("session", **{"spark.master": "local[2]"}), project_root=str(tmp_path)
+    )
     profile = dict(session.credentials.server_side_parameters)
     apply_session_defaults(session)
     assert session.credentials.server_side_parameters == session_parameters(profile, tmp_path)

@@ -24,7 +24,7 @@ NOT_FOUND = (
     "line 1 pos 14"
 )
 CAST = (
-    "[CAST_INVALID_INPUT] The value 'abc' of the type \"STRING\" cannot be cast to \"INT\" because it is "
+    '[CAST_INVALID_INPUT] The value \'abc\' of the type "STRING" cannot be cast to "INT" because it is '
     "malformed. Correct the value as per the syntax, or change its target type. Use `try_cast` to "
     "tolerate malformed input and return NULL instead. SQLSTATE: 22018"
 )
@@ -48,8 +48,10 @@ def _captured(name):
         ("thrift_ansi_cast", f"SparkNumberFormatException: {CAST}"),
         ("session_write_under_file", NOT_A_FOLDER),
         ("thrift_write_under_file", NOT_A_FOLDER),
-        ("session_cancelled",
-         "SparkException: [SPARK_JOB_CANCELLED] Job 3 cancelled as part of cancellation of all jobs SQLSTATE: XXKDA"),
+        (
+            "session_cancelled",
+            "SparkException: [SPARK_JOB_CANCELLED] Job 3 cancelled as part of cancellation of all jobs SQLSTATE: XXKDA",
+        ),
         ("session_jvm_gone", "ConnectionRefusedError: [Errno 111] Connection refused"),
         ("thrift_cancelled", "Query failed with status: Unknown<None>"),
     ],
@@ -72,8 +74,17 @@ def test_no_stack_frame_plan_or_wrapper_is_left(path):
     kind, text = _captured(path.stem)
     cause = short_cause(kind, text)
     assert len(cause.splitlines()) <= 4
-    for noise in ("\tat ", "\n\tat", "... 22 more", "'Project", "UnresolvedRelation", "== SQL",
-                  "An error occurred while calling", "HiveSQLException", "Error running query"):
+    for noise in (
+        "\tat ",
+        "\n\tat",
+        "... 22 more",
+        "'Project",
+        "UnresolvedRelation",
+        "== SQL",
+        "An error occurred while calling",
+        "HiveSQLException",
+        "Error running query",
+    ):
         assert noise not in cause
 
 
@@ -95,7 +106,8 @@ def test_error_text_takes_the_message_dbt_spark_wrapped():
     except DbtRuntimeError as wrapped:
         assert error_text(wrapped) == ("AnalysisException", "[TABLE_OR_VIEW_NOT_FOUND] ...")
     assert error_text(DbtDatabaseError("org.apache.hive.service.cli.HiveSQLException: x")) == (
-        "", "org.apache.hive.service.cli.HiveSQLException: x"
+        "",
+        "org.apache.hive.service.cli.HiveSQLException: x",
     )
     assert error_text(ValueError("plain")) == ("ValueError", "plain")
 
@@ -103,5 +115,6 @@ def test_error_text_takes_the_message_dbt_spark_wrapped():
 def test_error_text_takes_the_status_pyhive_raised():
     status = TStatus(statusCode=TStatusCode.ERROR_STATUS, errorMessage="Error running query: x")
     assert error_text(OperationalError(TExecuteStatementResp(status=status))) == (
-        "OperationalError", "Error running query: x"
+        "OperationalError",
+        "Error running query: x",
     )

@@ -12,14 +12,24 @@ macros = sql_macros()
 
 def initial_load(plan, change_markers, position):
     return macros.openmirror_initial_load_sql(
-        relation="s.new", columns=plan.columns, kept=plan.kept, change_markers=change_markers, position=position,
+        relation="s.new",
+        columns=plan.columns,
+        kept=plan.kept,
+        change_markers=change_markers,
+        position=position,
     )
 
 
 def change_rows(plan, key_columns, change_markers, position="last"):
     return macros.openmirror_change_rows_sql(
-        new_relation="s.new", previous_relation="s.old", columns=plan.columns, kept=plan.kept, added=plan.added,
-        key_columns=key_columns, change_markers=change_markers, position=position,
+        new_relation="s.new",
+        previous_relation="s.old",
+        columns=plan.columns,
+        kept=plan.kept,
+        added=plan.added,
+        key_columns=key_columns,
+        change_markers=change_markers,
+        position=position,
     )
 
 
@@ -106,8 +116,12 @@ def test_key_only_table_has_only_inserts_and_deletes():
 
 def test_write_and_count():
     written = macros.openmirror_write_files_sql(
-        uri="file:///lz/_scratchPad/x", select_sql="select 1", compression="zstd", max_rows_per_file=1000,
-        writers=3, shuffle=True,
+        uri="file:///lz/_scratchPad/x",
+        select_sql="select 1",
+        compression="zstd",
+        max_rows_per_file=1000,
+        writers=3,
+        shuffle=True,
     )
     assert written.startswith("insert overwrite directory 'file:///lz/_scratchPad/x'")
     assert "options (compression 'zstd', maxRecordsPerFile '1000')" in written
@@ -130,10 +144,13 @@ def test_write_and_count():
 
 def test_snapshot_record_and_kept_columns():
     record = macros.openmirror_snapshot_record_sql(
-        relation="s.t", properties={"openmirror.table_folder": "it's.schema/t", "openmirror.sequence_number": "7"},
+        relation="s.t",
+        properties={"openmirror.table_folder": "it's.schema/t", "openmirror.sequence_number": "7"},
     )
-    assert record == ("alter table s.t set tblproperties ('openmirror.table_folder' = 'it\\'s.schema/t', "
-                      "'openmirror.sequence_number' = '7')")
+    assert record == (
+        "alter table s.t set tblproperties ('openmirror.table_folder' = 'it\\'s.schema/t', "
+        "'openmirror.sequence_number' = '7')"
+    )
     assert macros.openmirror_keep_columns_sql(relation="s.t", kept=[]) == ""
     assert macros.openmirror_keep_columns_sql(relation="s.t", kept=[NAME, TAGS]) == (
         "alter table s.t add columns (`my ``odd`` name` string, `tags` array<string>)"
@@ -151,7 +168,10 @@ def test_key_lookalikes_fold_case_and_trailing_spaces_of_string_keys_only():
     assert "`id` as `__openmirror_k1`, lower(rtrim(`code`)) as `__openmirror_k2`" in grouped
     assert "group by `__openmirror_k1`, `__openmirror_k2`\nhaving count(*) > 1 limit 1" in grouped
     joined = macros.openmirror_key_lookalikes_sql(
-        keys="s.h", key_columns=["id", "code"], string_keys=["code"], new_keys="s.c",
+        keys="s.h",
+        key_columns=["id", "code"],
+        string_keys=["code"],
+        new_keys="s.c",
         change_markers="insert_update_delete",
     )
     assert "from s.c c join s.h n on c.`id` = n.`id` and lower(rtrim(c.`code`)) = lower(rtrim(n.`code`))" in joined

@@ -46,9 +46,7 @@ def test_file_urls_are_decoded_once_and_checked(value, message):
 
 
 def _credentials(**fields):
-    return OpenMirrorCredentials.from_dict(
-        {"method": "session", "host": "localhost", "schema": "s", **fields}
-    )
+    return OpenMirrorCredentials.from_dict({"method": "session", "host": "localhost", "schema": "s", **fields})
 
 
 def test_credentials_type_and_resolved_landing_zone(tmp_path):

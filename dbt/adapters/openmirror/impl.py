@@ -8,21 +8,23 @@ its lease when dbt releases the model's connection (also when it failed).
 
 import threading
 import uuid
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
+from typing import Any, cast
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.invocation import get_invocation_id
 
+from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError, OpenMirrorError
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.audit import AUDIT_HOOK_MACRO, hook_configured
-from dbt.adapters.openmirror.run.config import AFTER_TESTS, mirror_config, is_set
+from dbt.adapters.openmirror.run.config import AFTER_TESTS, is_set, mirror_config
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
@@ -31,7 +33,6 @@ from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
-from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.root import check_root
 
@@ -45,7 +46,7 @@ class OpenMirrorAdapter(SparkAdapter):
         super().__init__(*args, **kwargs)
         apply_session_defaults(self.config)
         # Model runs per thread (dbt runs models in threads), closed when the model ends.
-        self._runs: Dict[int, List[MirrorRun]] = {}
+        self._runs: dict[int, list[MirrorRun]] = {}
         self._runs_lock = threading.Lock()
 
     @cached_property
@@ -68,10 +69,18 @@ class OpenMirrorAdapter(SparkAdapter):
             catalog=AdapterCatalog(self, statements),
             landing_zone=self.config.credentials.landing_zone,
             staging_mode=StagingModeChoice(
-                self.config.credentials.spark_staging, storage, statements, logger.info, logger.debug,
+                self.config.credentials.spark_staging,
+                storage,
+                statements,
+                logger.info,
+                logger.debug,
             ),
             interrupted=cast(OpenMirrorConnectionManager, self.connections).interrupted.is_set,
-            warn=warn, info=logger.info, debug=logger.debug, warning=logger.warning, error=logger.error,
+            warn=warn,
+            info=logger.info,
+            debug=logger.debug,
+            warning=logger.warning,
+            error=logger.error,
         )
 
     @cached_property
@@ -100,8 +109,15 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_start(
-        self, model_name: str, model_id: str, this: Any, config: Mapping[str, Any], full_refresh: bool,
-        dry_run: Any, empty: bool, graph: Mapping[str, Any],
+        self,
+        model_name: str,
+        model_id: str,
+        this: Any,
+        config: Mapping[str, Any],
+        full_refresh: bool,
+        dry_run: Any,
+        empty: bool,
+        graph: Mapping[str, Any],
     ) -> MirrorRun:
         """A model's run begins: its config checked, and, when it publishes, its table's lease
         taken and what an interrupted run left finished."""
@@ -110,12 +126,19 @@ class OpenMirrorAdapter(SparkAdapter):
             raise MirrorConfigError(
                 f"Model '{mirror.model}': publish='after_tests' holds the change until the model's "
                 f"tests passed, which is decided at the end of the invocation: add "
-                f"on-run-end: [\"{{{{ {AUDIT_HOOK_MACRO}(results) }}}}\"] to dbt_project.yml. "
+                f'on-run-end: ["{{{{ {AUDIT_HOOK_MACRO}(results) }}}}"] to dbt_project.yml. '
                 "Nothing was published."
             )
         run = MirrorRun(
-            self.run_context, self.held_changes, mirror, this, f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}",
-            model_id, full_refresh, is_set(dry_run), empty,
+            self.run_context,
+            self.held_changes,
+            mirror,
+            this,
+            f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}",
+            model_id,
+            full_refresh,
+            is_set(dry_run),
+            empty,
         )
         with self._runs_lock:
             self._runs.setdefault(threading.get_ident(), []).append(run)
@@ -123,11 +146,11 @@ class OpenMirrorAdapter(SparkAdapter):
         return run
 
     @available
-    def openmirror_publish(self, run: MirrorRun, existing: Optional[Any]) -> OpenMirrorResponse:
+    def openmirror_publish(self, run: MirrorRun, existing: Any | None) -> OpenMirrorResponse:
         """The model output is built: publish it (or check it, or report what would be published)."""
         return run.publish(existing)
 
     @available
-    def openmirror_finish_audits(self, results: Sequence[Any], graph: Mapping[str, Any]) -> List[str]:
+    def openmirror_finish_audits(self, results: Sequence[Any], graph: Mapping[str, Any]) -> list[str]:
         """The on-run-end hook: publish each held change whose tests passed, discard the others."""
         return self.held_changes.finish(results, graph)

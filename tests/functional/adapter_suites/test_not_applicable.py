@@ -104,8 +104,7 @@ class TestInvalidGrants(BaseInvalidGrants):
 
 
 @pytest.mark.skip(
-    reason="dbt-spark submits Python models to Databricks (job or all-purpose cluster), "
-    "not to a local session"
+    reason="dbt-spark submits Python models to Databricks (job or all-purpose cluster), not to a local session"
 )
 class TestPythonModels(BasePythonModelTests):
     pass

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.adapter_suites
 
 
 POSTGRES_DDL_TEXT = (
-    "compares the compiled SQL with Postgres' text (`create view \"db\".\"schema\".\"x__dbt_tmp\"`); "
+    'compares the compiled SQL with Postgres\' text (`create view "db"."schema"."x__dbt_tmp"`); '
     "dbt-spark writes `create or replace view schema.x`"
 )
 

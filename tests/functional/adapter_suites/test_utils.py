@@ -74,9 +74,7 @@ class TestDateAdd(BaseDateAdd):
     pass
 
 
-@pytest.mark.skip(
-    reason="the suite's view is longer than the text column of Spark's embedded Derby metastore"
-)
+@pytest.mark.skip(reason="the suite's view is longer than the text column of Spark's embedded Derby metastore")
 class TestDateDiff(BaseDateDiff):
     pass
 

@@ -71,13 +71,9 @@ class DfsEmulator:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_path, key_path)
         server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
-        server.socket = context.wrap_socket(
-            server.socket, server_side=True, do_handshake_on_connect=False
-        )
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, args=(0.05,), name="dfs-emulator", daemon=True
-        )
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="dfs-emulator", daemon=True)
         self._thread.start()
         return self
 
@@ -121,9 +117,7 @@ class DfsEmulator:
         with self._state:
             self._delete_lags[(fs, rest)] = requests
 
-    def recorded(
-        self, operation: str | None = None, path: str | None = None
-    ) -> list[RecordedRequest]:
+    def recorded(self, operation: str | None = None, path: str | None = None) -> list[RecordedRequest]:
         """Requests seen so far, optionally only one operation and/or a path pattern."""
         with self._state:
             return [
@@ -182,8 +176,11 @@ class DfsEmulator:
             if operation == "get_filesystem_properties":
                 stat = store.disk(fs).stat()
                 etag = f'"0x{stat.st_mtime_ns:X}"'
-                return 200, {"ETag": etag, "Last-Modified": http_date(stat.st_mtime),
-                             "x-ms-namespace-enabled": "true"}, b""
+                return (
+                    200,
+                    {"ETag": etag, "Last-Modified": http_date(stat.st_mtime), "x-ms-namespace-enabled": "true"},
+                    b"",
+                )
             if operation == "delete_filesystem":
                 store.delete_filesystem(fs)
                 return 202, {}, b""
@@ -299,10 +296,7 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
             method=self.command,
             path=f"/{fs}/{path}" if path else f"/{fs}",
             query=query,
-            headers={
-                k: ("Bearer <redacted>" if k.lower() == "authorization" else v)
-                for k, v in self.headers.items()
-            },
+            headers={k: ("Bearer <redacted>" if k.lower() == "authorization" else v) for k, v in self.headers.items()},
             operation=operation_of(self.command, path, query, self.headers),
         )
         with emulator._state:
@@ -316,9 +310,7 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
             return
         if error is None:
             try:
-                status, headers, payload = emulator.execute(
-                    record.operation, fs, path, query, self.headers, body
-                )
+                status, headers, payload = emulator.execute(record.operation, fs, path, query, self.headers, body)
             except DfsError as failure:
                 error = failure
         if fault is not None and fault.after_operation and self._apply(fault, record):

@@ -149,9 +149,7 @@ class PathStore:
         self.require_filesystem(source_fs)
         found = self.info(source_fs, source)
         if found is None:
-            raise DfsError(
-                404, "SourcePathNotFound", "The source path for a rename operation does not exist."
-            )
+            raise DfsError(404, "SourcePathNotFound", "The source path for a rename operation does not exist.")
         check_source_conditions(headers, found)
         current = self.info(fs, path)
         check_conditions(headers, current, exists_status=409)
@@ -168,7 +166,7 @@ class PathStore:
         self.disk(source_fs, source).replace(self.disk(fs, path))
         for table in (self._etags, self._created, self._staged):
             for key in [k for k in table if k[0] == source_fs and _within(k[1], source)]:
-                table[(fs, path + key[1][len(source):])] = table.pop(key)
+                table[(fs, path + key[1][len(source) :])] = table.pop(key)
         return self.info(fs, path)
 
     def read(self, fs: str, path: str) -> tuple[dict, bytes]:
@@ -204,12 +202,8 @@ _FLUSH_POSITION_MESSAGE = (
     "to the length of the file after appending the uploaded data."
 )
 _CONDITION_MESSAGE = "The condition specified using HTTP conditional header(s) is not met."
-_SOURCE_CONDITION_MESSAGE = (
-    "The source condition specified using HTTP conditional header(s) is not met."
-)
-_DIRECTORY_NOT_EMPTY_MESSAGE = (
-    "The recursive query parameter value must be true to delete a non-empty directory."
-)
+_SOURCE_CONDITION_MESSAGE = "The source condition specified using HTTP conditional header(s) is not met."
+_DIRECTORY_NOT_EMPTY_MESSAGE = "The recursive query parameter value must be true to delete a non-empty directory."
 
 
 def _etag_matches(condition: str, etag: str) -> bool:

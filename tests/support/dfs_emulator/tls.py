@@ -25,19 +25,13 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, True, False, False, False), critical=True)
         .add_extension(
-            x509.KeyUsage(True, False, False, False, False, True, False, False, False), critical=True
-        )
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
             critical=False,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(public_key), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(public_key), critical=False)
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = folder / "dfs-emulator.pem", folder / "dfs-emulator.key"

@@ -68,9 +68,7 @@ def list_entry(found: dict) -> dict[str, str]:
     return entry
 
 
-def list_page(
-    entries: list[dict], continuation: str | None, max_results: int
-) -> tuple[dict, bytes]:
+def list_page(entries: list[dict], continuation: str | None, max_results: int) -> tuple[dict, bytes]:
     """One page of a path listing: headers (with `x-ms-continuation` when more follow) and body."""
     if continuation:
         last = base64.urlsafe_b64decode(continuation.encode()).decode()
@@ -104,9 +102,7 @@ def operation_of(method: str, path: str, query: dict[str, str], headers) -> str:
     if method == "PUT":
         if headers.get("x-ms-rename-source"):
             return "rename"
-        return {"file": "create_file", "directory": "create_directory"}.get(
-            query.get("resource", ""), "unsupported"
-        )
+        return {"file": "create_file", "directory": "create_directory"}.get(query.get("resource", ""), "unsupported")
     if method == "PATCH":
         return {"append": "append", "flush": "flush"}.get(query.get("action", ""), "set_properties")
     return {"GET": "read", "HEAD": "get_properties", "DELETE": "delete"}.get(method, "unsupported")

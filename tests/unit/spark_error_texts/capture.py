@@ -53,8 +53,13 @@ def _capture(connection, method: str, name: str, statements, corrupt: Path, canc
             connection.fetchall()
     except Exception as exc:
         kind, text = error_text(exc)
-        record = {"method": method, "statement": statements[-1], "raised": type(exc).__name__,
-                  "kind": kind, "text": text}
+        record = {
+            "method": method,
+            "statement": statements[-1],
+            "raised": type(exc).__name__,
+            "kind": kind,
+            "text": text,
+        }
         (HERE / f"{method}_{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     else:
         raise AssertionError(f"{method} {name}: no error")
@@ -65,12 +70,17 @@ def capture_session(work: Path, corrupt: Path) -> None:
     from pyspark import SparkContext
 
     spark = work / "spark"
-    connection = SessionConnectionWrapper(Connection(server_side_parameters={
-        "spark.master": "local[1]", "spark.ui.enabled": "false",
-        "spark.sql.warehouse.dir": str(spark / "warehouse"),
-        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={spark}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark}",
-    }))
+    connection = SessionConnectionWrapper(
+        Connection(
+            server_side_parameters={
+                "spark.master": "local[1]",
+                "spark.ui.enabled": "false",
+                "spark.sql.warehouse.dir": str(spark / "warehouse"),
+                "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={spark}/metastore_db;create=true",
+                "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark}",
+            }
+        )
+    )
     for name, statements in CASES.items():
         cancel = SparkContext._active_spark_context.cancelAllJobs if name == "cancelled" else None
         _capture(connection, "session", name, statements, corrupt, cancel)

@@ -15,16 +15,22 @@ a staged run was deleted), and only a `--full-refresh` of the model can bring th
 import json
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
 from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError
+from dbt.adapters.openmirror.planning.run_plan import check_key_columns
+from dbt.adapters.openmirror.publishing.lease import Fence, Heartbeat, LeaseManager
+from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
+from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publisher, PublishRecord
+from dbt.adapters.openmirror.publishing.recovery import Recovery
+from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.rules.landing_zone import (
     RUN_ID_PATTERN,
     SCHEMA_FOLDER_SUFFIX,
@@ -32,13 +38,8 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     folder_name_problem,
     scratch_path,
 )
-from dbt.adapters.openmirror.publishing.lease import Fence, Heartbeat, LeaseManager
-from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publisher, PublishRecord
-from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
-from dbt.adapters.openmirror.publishing.recovery import Recovery
-from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
-from dbt.adapters.openmirror.planning.run_plan import check_key_columns
 from dbt.adapters.openmirror.rules.markers import KNOWN_MARKERS
+from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 MANIFEST_FOLDER = f"{STAGING_ROOT}/manifest"
@@ -52,13 +53,23 @@ _STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3}
 _MARKERS = tuple(str(marker) for marker in KNOWN_MARKERS)
 
 #: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
-MANIFEST_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("model", pa.string()), ("table_folder", pa.string()),
-    ("key_columns", pa.string()), ("base_run_id", pa.string()), ("load", pa.string()),
-    ("reason", pa.string()), ("staged_sequence", pa.int64()), ("staged_folder", pa.string()),
-    ("rows", pa.int64()), ("marker_counts", pa.string()), ("state", pa.string()),
-    ("recorded_at", pa.timestamp("us", tz="UTC")),
-])
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("model", pa.string()),
+        ("table_folder", pa.string()),
+        ("key_columns", pa.string()),
+        ("base_run_id", pa.string()),
+        ("load", pa.string()),
+        ("reason", pa.string()),
+        ("staged_sequence", pa.int64()),
+        ("staged_folder", pa.string()),
+        ("rows", pa.int64()),
+        ("marker_counts", pa.string()),
+        ("state", pa.string()),
+        ("recorded_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -68,19 +79,19 @@ class StagedRun:
     run_id: str
     model: str
     table_folder: str
-    key_columns: List[str]
-    base_run_id: Optional[str]
+    key_columns: list[str]
+    base_run_id: str | None
     load: str
     reason: str
     staged_sequence: int
     staged_folder: str
     rows: int
-    marker_counts: Dict[str, int]
+    marker_counts: dict[str, int]
     state: str
     recorded_at: datetime
 
     @classmethod
-    def from_row(cls, row: Dict) -> "StagedRun":
+    def from_row(cls, row: dict) -> "StagedRun":
         """The run one manifest row records. The manifest is data anyone with access could edit,
         so every field is checked: ValueError names the first that is not what package mode
         writes. The staged folder must be the run's own (`scratch_path`), since it is renamed
@@ -89,8 +100,7 @@ class StagedRun:
         staged_folder = _field(row, "staged_folder", str, "a folder")
         if staged_folder != scratch_path(run_id):
             raise ValueError(
-                f"staged_folder {staged_folder!r} is not the staged folder of run {run_id} "
-                f"({scratch_path(run_id)})"
+                f"staged_folder {staged_folder!r} is not the staged folder of run {run_id} ({scratch_path(run_id)})"
             )
         state = _field(row, "state", str, "a state")
         if state not in _STATE_RANK:
@@ -99,20 +109,28 @@ class StagedRun:
         if load not in (FULL, INCREMENTAL):
             raise ValueError(f"load {load!r} is not '{FULL}' or '{INCREMENTAL}'")
         return cls(
-            run_id=run_id, model=_field(row, "model", str, "a model name"),
-            table_folder=_table_folder(row), key_columns=_key_columns(row),
+            run_id=run_id,
+            model=_field(row, "model", str, "a model name"),
+            table_folder=_table_folder(row),
+            key_columns=_key_columns(row),
             base_run_id=None if row.get("base_run_id") is None else _run_id(row, "base_run_id"),
-            load=load, reason=_field(row, "reason", (str, type(None)), "a text") or "",
-            staged_sequence=_whole(row, "staged_sequence", 1), staged_folder=staged_folder,
-            rows=_whole(row, "rows", 0), marker_counts=_marker_counts(row), state=state,
+            load=load,
+            reason=_field(row, "reason", (str, type(None)), "a text") or "",
+            staged_sequence=_whole(row, "staged_sequence", 1),
+            staged_folder=staged_folder,
+            rows=_whole(row, "rows", 0),
+            marker_counts=_marker_counts(row),
+            state=state,
             recorded_at=_field(row, "recorded_at", datetime, "a timestamp"),
         )
 
-    def to_row(self, state: str) -> Dict:
+    def to_row(self, state: str) -> dict:
         row = {name: getattr(self, name) for name in MANIFEST_SCHEMA.names}
         row.update(
-            key_columns=json.dumps(self.key_columns), marker_counts=json.dumps(self.marker_counts),
-            state=state, recorded_at=datetime.now(timezone.utc),
+            key_columns=json.dumps(self.key_columns),
+            marker_counts=json.dumps(self.marker_counts),
+            state=state,
+            recorded_at=datetime.now(timezone.utc),
         )
         return row
 
@@ -128,19 +146,22 @@ _RUN_FIELDS = [f.name for f in fields(StagedRun) if f.name not in ("state", "rec
 @dataclass(frozen=True)
 class PublishedRun:
     run: StagedRun
-    names: List[str]
+    names: list[str]
 
     def describe(self) -> str:
-        files = f"{self.names[0]} .. {self.names[-1]}" if len(self.names) > 1 else (
-            self.names[0] if self.names else "no file (no changes)"
+        files = (
+            f"{self.names[0]} .. {self.names[-1]}"
+            if len(self.names) > 1
+            else (self.names[0] if self.names else "no file (no changes)")
         )
         return f"{self.run.table_folder}: published {self.run.describe()} as {files}"
 
 
-def _manifest_files(storage: LandingZoneStorage) -> List[str]:
+def _manifest_files(storage: LandingZoneStorage) -> list[str]:
     # Spark's _SUCCESS and .crc files, and our own files while they are uploaded, start with _ or .
     return [
-        f"{MANIFEST_FOLDER}/{name}" for name in sorted(storage.list_names(MANIFEST_FOLDER))
+        f"{MANIFEST_FOLDER}/{name}"
+        for name in sorted(storage.list_names(MANIFEST_FOLDER))
         if not name.startswith(("_", ".")) and name.endswith(".parquet")
     ]
 
@@ -148,16 +169,16 @@ def _manifest_files(storage: LandingZoneStorage) -> List[str]:
 @dataclass(frozen=True)
 class Manifest:
     #: Every run in its latest state, in staging order per table folder.
-    runs: List[StagedRun]
+    runs: list[StagedRun]
     #: Files and rows that were skipped, and why.
-    problems: List[str]
+    problems: list[str]
 
 
 def load_manifest(storage: LandingZoneStorage) -> Manifest:
     """The manifest's runs; rows that are not what package mode writes, and runs whose rows
     disagree, are skipped and reported instead of stopping every table."""
-    rows_of: Dict[str, List[StagedRun]] = {}
-    problems: List[str] = []
+    rows_of: dict[str, list[StagedRun]] = {}
+    problems: list[str] = []
     for path in _manifest_files(storage):
         with storage.open_read(path) as handle:
             try:
@@ -182,7 +203,7 @@ def load_manifest(storage: LandingZoneStorage) -> Manifest:
     return Manifest(sorted(latest, key=lambda r: (r.table_folder, r.staged_sequence)), problems)
 
 
-def _disagreement(runs: List[StagedRun]) -> Optional[str]:
+def _disagreement(runs: list[StagedRun]) -> str | None:
     """What the rows of one run contradict each other on (they differ only in state and time)."""
     differing = [name for name in _RUN_FIELDS if any(getattr(r, name) != getattr(runs[0], name) for r in runs)]
     if differing:
@@ -192,7 +213,7 @@ def _disagreement(runs: List[StagedRun]) -> Optional[str]:
     return None
 
 
-def read_manifest(storage: LandingZoneStorage) -> List[StagedRun]:
+def read_manifest(storage: LandingZoneStorage) -> list[StagedRun]:
     """Every run the manifest knows, in its latest state, in staging order per table folder."""
     return load_manifest(storage).runs
 
@@ -221,28 +242,28 @@ def _message(exc: Exception) -> str:
     return getattr(exc, "msg", None) or str(exc)
 
 
-def _field(row: Dict, name: str, kind, what: str):
+def _field(row: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
     value = row.get(name)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ValueError(f"{name} {value!r} is not {what}")
     return value
 
 
-def _run_id(row: Dict, name: str) -> str:
+def _run_id(row: dict, name: str) -> str:
     value = _field(row, name, str, "a run id")
     if not RUN_ID_PATTERN.fullmatch(value):
         raise ValueError(f"{name} {value!r} is not a run id (letters, digits and '-')")
     return value
 
 
-def _whole(row: Dict, name: str, least: int) -> int:
+def _whole(row: dict, name: str, least: int) -> int:
     value = _field(row, name, int, f"a whole number of at least {least}")
     if value < least:
         raise ValueError(f"{name} {value!r} is not a whole number of at least {least}")
     return value
 
 
-def _json(row: Dict, name: str):
+def _json(row: dict[str, Any], name: str) -> Any:
     text = _field(row, name, str, "JSON text")
     try:
         return json.loads(text)
@@ -250,27 +271,25 @@ def _json(row: Dict, name: str):
         raise ValueError(f"{name} {text!r} is not valid JSON") from None
 
 
-def _key_columns(row: Dict) -> List[str]:
+def _key_columns(row: dict) -> list[str]:
     keys = _json(row, "key_columns")
     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
         raise ValueError(f"key_columns {row['key_columns']!r} is not a list of column names")
     return keys
 
 
-def _marker_counts(row: Dict) -> Dict[str, int]:
+def _marker_counts(row: dict) -> dict[str, int]:
     counts = _json(row, "marker_counts")
     if not isinstance(counts, dict) or not all(
-        marker in _MARKERS and isinstance(n, int) and not isinstance(n, bool) and n >= 0
-        for marker, n in counts.items()
+        marker in _MARKERS and isinstance(n, int) and not isinstance(n, bool) and n >= 0 for marker, n in counts.items()
     ):
         raise ValueError(
-            f"marker_counts {row['marker_counts']!r} is not a count of rows per marker "
-            f"({', '.join(_MARKERS)})"
+            f"marker_counts {row['marker_counts']!r} is not a count of rows per marker ({', '.join(_MARKERS)})"
         )
     return counts
 
 
-def _table_folder(row: Dict) -> str:
+def _table_folder(row: dict) -> str:
     """A table folder (`<table>` or `<schema>.schema/<table>`) with valid folder names."""
     folder = _field(row, "table_folder", str, "a table folder")
     parts = folder.split("/")
@@ -289,8 +308,11 @@ def _table_folder(row: Dict) -> str:
 
 class PackagePublisher:
     def __init__(
-        self, storage: LandingZoneStorage, lease_ttl_seconds: float = DEFAULT_LEASE_TTL_SECONDS,
-        lease_wait_seconds: float = 0, rebuild_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS,
+        self,
+        storage: LandingZoneStorage,
+        lease_ttl_seconds: float = DEFAULT_LEASE_TTL_SECONDS,
+        lease_wait_seconds: float = 0,
+        rebuild_wait_seconds: float = DEFAULT_REBUILD_WAIT_SECONDS,
         log: Callable[[str], None] = print,
     ) -> None:
         self.storage = storage
@@ -301,7 +323,7 @@ class PackagePublisher:
         self.rebuild_wait_seconds = rebuild_wait_seconds
         self.log = log
 
-    def publish(self) -> List[PublishedRun]:
+    def publish(self) -> list[PublishedRun]:
         """Publish every staged run. A table whose runs cannot be published (also for a storage
         error) stops only itself, a manifest row that is not valid only itself; the first
         problem is raised once everything else is done."""
@@ -310,7 +332,7 @@ class PackagePublisher:
         for problem in problems:
             self.log(problem)
         runs = manifest.runs
-        published: List[PublishedRun] = []
+        published: list[PublishedRun] = []
         for table_folder in dict.fromkeys(r.table_folder for r in runs if r.state == STAGED):
             waiting = [r for r in runs if r.table_folder == table_folder and r.state == STAGED]
             try:
@@ -330,7 +352,7 @@ class PackagePublisher:
             raise PublishError(problems[0] + more)
         return published
 
-    def _publish_table(self, table_folder: str, runs: List[StagedRun]) -> List[PublishedRun]:
+    def _publish_table(self, table_folder: str, runs: list[StagedRun]) -> list[PublishedRun]:
         models = sorted({r.model for r in runs})
         if len(models) > 1:
             raise PublishError(
@@ -344,7 +366,9 @@ class PackagePublisher:
             table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds
         )
         heartbeat = Heartbeat(
-            self.leases, lease, self.lease_ttl_seconds,
+            self.leases,
+            lease,
+            self.lease_ttl_seconds,
             lambda exc: self.log(f"{table_folder}: could not renew the lease: {exc}"),
         )
         fence = self.leases.fence(lease)
@@ -368,7 +392,7 @@ class PackagePublisher:
             heartbeat.stop()
             self.leases.release(lease)
 
-    def _finish_interrupted(self, table_folder: str, runs: List[StagedRun], fence: Fence) -> None:
+    def _finish_interrupted(self, table_folder: str, runs: list[StagedRun], fence: Fence) -> None:
         """A publish journaled but not committed (the command stopped): the staged run is
         durable, so finish it when its files are all still there; otherwise forget it."""
         staged = {r.run_id for r in runs}
@@ -382,11 +406,11 @@ class PackagePublisher:
 
         PublishSequence(self.publisher, fence).recover(table_folder, crashed_output, report)
 
-    def _publish_run(self, run: StagedRun, fence: Fence) -> Optional[List[str]]:
+    def _publish_run(self, run: StagedRun, fence: Fence) -> list[str] | None:
         """The run's files into the next numbers; None when an earlier attempt published it."""
         fence.check()  # what this publisher read of the manifest may be stale otherwise
         folder = run.table_folder
-        record: Optional[PublishRecord] = self.publisher.read_record(folder)
+        record: PublishRecord | None = self.publisher.read_record(folder)
         if record is not None and record.run_id == run.run_id:
             self.publisher.discard(run.staged_folder)  # the commit may have stopped before this
             return None
@@ -413,15 +437,23 @@ class PackagePublisher:
                     f"--full-refresh -s {run.model}` to take the folder over."
                 )
         pending = self.publisher.prepare(
-            folder, run.key_columns, run.staged_folder, state, run.rows, run.model, run.run_id,
-            full_load=run.load == FULL, rebuild=run.load == FULL and state.exists, owner=run.model,
+            folder,
+            run.key_columns,
+            run.staged_folder,
+            state,
+            run.rows,
+            run.model,
+            run.run_id,
+            full_load=run.load == FULL,
+            rebuild=run.load == FULL and state.exists,
+            owner=run.model,
         )
         # The plugin's sequence, also without files: the record then names this run, so the
         # chain goes on from it. The staged run is durable: a refused publish keeps its files.
         return PublishSequence(self.publisher, fence).publish(pending, self.rebuild_wait_seconds).names
 
 
-def staged_runs(storage: LandingZoneStorage) -> List[StagedRun]:
+def staged_runs(storage: LandingZoneStorage) -> list[StagedRun]:
     """Runs waiting for `dbt-openmirror publish`, runs still being staged, and runs held for
     their tests."""
     return [r for r in read_manifest(storage) if r.state in (STAGING, HELD, STAGED)]

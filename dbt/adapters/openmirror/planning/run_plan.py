@@ -60,7 +60,10 @@ class RunPlan:
 
 
 def snapshot_properties(
-    destination: Destination, sequence_number: int, run_id: str, published_columns: Sequence[str],
+    destination: Destination,
+    sequence_number: int,
+    run_id: str,
+    published_columns: Sequence[str],
     held: bool = False,
 ) -> dict[str, str]:
     properties = {
@@ -88,7 +91,11 @@ def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         columns = None
     return SnapshotRecord(
-        folder, int(number), properties.get(SNAPSHOT_RUN_ID), properties.get(SNAPSHOT_LANDING_ZONE), columns,
+        folder,
+        int(number),
+        properties.get(SNAPSHOT_RUN_ID),
+        properties.get(SNAPSHOT_LANDING_ZONE),
+        columns,
         properties.get(SNAPSHOT_HELD) == "true",
     )
 
@@ -179,7 +186,9 @@ def plan_run(
     schema = plan_schema(model, previous_columns, current_columns, on_schema_change, published_names)
     if schema.rebuild_reason:
         return RunPlan(
-            REBUILD, f"on_schema_change='sync_all_columns': {schema.rebuild_reason}",
-            plan_schema(model, None, current_columns, on_schema_change), list(key_columns),
+            REBUILD,
+            f"on_schema_change='sync_all_columns': {schema.rebuild_reason}",
+            plan_schema(model, None, current_columns, on_schema_change),
+            list(key_columns),
         )
     return RunPlan(INCREMENTAL, "", schema, published_keys)

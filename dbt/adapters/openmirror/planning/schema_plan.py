@@ -105,9 +105,11 @@ def plan_schema(
         return SchemaPlan(columns=list(current))
 
     if on_schema_change == "fail" and (added or removed or retyped):
-        parts = [f"added {[c.name for c in added]}" if added else "",
-                 f"removed {[c.name for c in removed]}" if removed else "",
-                 f"retyped: {_describe(retyped)}" if retyped else ""]
+        parts = [
+            f"added {[c.name for c in added]}" if added else "",
+            f"removed {[c.name for c in removed]}" if removed else "",
+            f"retyped: {_describe(retyped)}" if retyped else "",
+        ]
         raise SchemaChangeError(
             f"Model '{model}': columns changed ({', '.join(p for p in parts if p)}) and "
             "on_schema_change='fail'. Set on_schema_change='append_new_columns' to publish added "

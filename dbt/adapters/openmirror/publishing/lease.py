@@ -94,12 +94,24 @@ class LeaseHolder:
 
     def to_json(self) -> str:
         process = self.process
-        return json.dumps(
-            {"runId": self.run_id, "model": self.model, "host": process.host, "pid": process.pid,
-             "token": process.token, "bootId": process.boot_id, "pidNamespace": process.pid_namespace,
-             "acquiredAt": self.acquired_at, "ttlSeconds": self.ttl_seconds, "released": self.released},
-            indent=2,
-        ) + "\n"
+        return (
+            json.dumps(
+                {
+                    "runId": self.run_id,
+                    "model": self.model,
+                    "host": process.host,
+                    "pid": process.pid,
+                    "token": process.token,
+                    "bootId": process.boot_id,
+                    "pidNamespace": process.pid_namespace,
+                    "acquiredAt": self.acquired_at,
+                    "ttlSeconds": self.ttl_seconds,
+                    "released": self.released,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
     @classmethod
     def from_json(cls, text: str) -> "LeaseHolder":
@@ -108,20 +120,27 @@ class LeaseHolder:
         # Lease files of earlier versions carry an absolute expiry instead of a time to live.
         ttl = data["ttlSeconds"] if "ttlSeconds" in data else float(data["expiresAt"]) - acquired_at
         process = ProcessIdentity(
-            str(data["host"]), int(data["pid"]), str(data.get("token") or ""),
-            data.get("bootId"), data.get("pidNamespace"),
+            str(data["host"]),
+            int(data["pid"]),
+            str(data.get("token") or ""),
+            data.get("bootId"),
+            data.get("pidNamespace"),
         )
-        return cls(str(data["runId"]), str(data["model"]), process, acquired_at, float(ttl),
-                   bool(data.get("released", False)))
+        return cls(
+            str(data["runId"]), str(data["model"]), process, acquired_at, float(ttl), bool(data.get("released", False))
+        )
 
     def describe(self, expires_at: float | None = None) -> str:
         since = datetime.fromtimestamp(self.acquired_at, timezone.utc).isoformat(timespec="seconds")
         until = (
             f", lease until {datetime.fromtimestamp(expires_at, timezone.utc).isoformat(timespec='seconds')}"
-            if expires_at is not None else ""
+            if expires_at is not None
+            else ""
         )
-        return (f"run {self.run_id} (model '{self.model}', host {self.process.host}, "
-                f"pid {self.process.pid}, since {since}{until})")
+        return (
+            f"run {self.run_id} (model '{self.model}', host {self.process.host}, "
+            f"pid {self.process.pid}, since {since}{until})"
+        )
 
 
 def _process_alive(pid: int) -> bool:
@@ -238,9 +257,7 @@ class LeaseManager:
         """How long after sending a write of its lease file the holder may rely on it."""
         return ttl_seconds - min(_MARGIN_SECONDS + ttl_seconds * _DRIFT, ttl_seconds / 2)
 
-    def acquire(
-        self, table_folder: str, run_id: str, model: str, ttl_seconds: float, wait_seconds: float
-    ) -> Lease:
+    def acquire(self, table_folder: str, run_id: str, model: str, ttl_seconds: float, wait_seconds: float) -> Lease:
         """Take the lease, waiting up to `wait_seconds` for a live holder; else LeaseHeldError."""
         deadline = self.clock() + wait_seconds
         floor = recorded_lease_generation(self.storage, table_folder)
@@ -261,8 +278,13 @@ class LeaseManager:
             self.sleep(min(1.0, max(deadline - now, 0.05)))
 
     def _take(
-        self, table_folder: str, run_id: str, model: str, ttl_seconds: float,
-        current: Lease | None, floor: int,
+        self,
+        table_folder: str,
+        run_id: str,
+        model: str,
+        ttl_seconds: float,
+        current: Lease | None,
+        floor: int,
     ) -> Lease | None:
         """Create the next generation create-only; None when another run created it first."""
         generation = max(current.generation if current else 0, floor) + 1
@@ -313,15 +335,19 @@ class LeaseManager:
         current = self.current(lease.table_folder)
         if current is None or current.generation != lease.generation or current.holder != lease.holder:
             taker = (
-                f"{self.describe(current)} took it over" if current is not None and not current.holder.released
+                f"{self.describe(current)} took it over"
+                if current is not None and not current.holder.released
                 else "its lease file was removed or released"
             )
             raise self.lost(lease, taker)
         if self.clock() >= lease.valid_until:
-            raise self.lost(lease, (
-                f"it was not renewed within lease_ttl_seconds ({lease.holder.ttl_seconds:g} s): the run "
-                "stalled or could not reach the landing zone. Raise lease_ttl_seconds if runs are slower"
-            ))
+            raise self.lost(
+                lease,
+                (
+                    f"it was not renewed within lease_ttl_seconds ({lease.holder.ttl_seconds:g} s): the run "
+                    "stalled or could not reach the landing zone. Raise lease_ttl_seconds if runs are slower"
+                ),
+            )
 
     def fence(self, lease: Lease) -> "Fence":
         return Fence(self, lease)
@@ -373,8 +399,10 @@ class Heartbeat:
     ) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, args=(manager, lease, ttl_seconds, on_error),
-            name=f"openmirror-lease-{lease.holder.run_id}", daemon=True,
+            target=self._run,
+            args=(manager, lease, ttl_seconds, on_error),
+            name=f"openmirror-lease-{lease.holder.run_id}",
+            daemon=True,
         )
         self._thread.start()
 

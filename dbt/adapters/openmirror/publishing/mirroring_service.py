@@ -79,8 +79,10 @@ class MirroringService:
             if pause == _FIRST_PAUSE_SECONDS:
                 schema, table = table_identity(table_folder)
                 state = "lists" if listed else "no longer lists"
-                self.log(f"Model '{model}': waiting until the mirroring service {state} table {schema}.{table} "
-                         f"(up to {timeout_seconds:g} s)")
+                self.log(
+                    f"Model '{model}': waiting until the mirroring service {state} table {schema}.{table} "
+                    f"(up to {timeout_seconds:g} s)"
+                )
             left = deadline - self.clock()
             if left <= 0:
                 raise ServiceWaitError(self._gave_up(table_folder, listed, timeout_seconds, model))

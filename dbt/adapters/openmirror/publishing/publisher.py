@@ -16,14 +16,15 @@ overwrite what the other run wrote; it fails saying it lost its lease.
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.rules.markers import ROW_MARKER
 from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
 from dbt.adapters.openmirror.rules.landing_zone import (
     METADATA_FILE,
     PARTNER_EVENTS_FILE,
@@ -37,7 +38,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     partner_events_json,
     scratch_path,
 )
-from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
+from dbt.adapters.openmirror.rules.markers import ROW_MARKER
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 if TYPE_CHECKING:
@@ -51,15 +52,15 @@ class PendingPublish:
     run_id: str
     model: str
     table_folder: str
-    key_columns: List[str]
+    key_columns: list[str]
     base_sequence_number: int
     rebuild: bool
     staged_folder: str
     #: (staged path, final file name), in publishing order.
-    files: List[Tuple[str, str]]
+    files: list[tuple[str, str]]
     rows: int
     #: Who publishes: the model's snapshot relation (None when not known, as in package mode).
-    owner: Optional[str] = None
+    owner: str | None = None
 
     @property
     def last_sequence_number(self) -> int:
@@ -71,24 +72,32 @@ class PendingPublish:
         return self.base_sequence_number == 0
 
     @property
-    def names(self) -> List[str]:
+    def names(self) -> list[str]:
         return [name for _, name in self.files]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
-            "runId": self.run_id, "baseSequenceNumber": self.base_sequence_number,
-            "rebuild": self.rebuild, "stagedFolder": self.staged_folder, "rows": self.rows,
+            "runId": self.run_id,
+            "baseSequenceNumber": self.base_sequence_number,
+            "rebuild": self.rebuild,
+            "stagedFolder": self.staged_folder,
+            "rows": self.rows,
             "files": [{"staged": staged, "name": name} for staged, name in self.files],
             "owner": self.owner,
         }
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any], record: "PublishRecord", table_folder: str) -> "PendingPublish":
+    def from_dict(cls, data: dict[str, Any], record: "PublishRecord", table_folder: str) -> "PendingPublish":
         pending = cls(
-            run_id=str(data["runId"]), model=record.model, table_folder=table_folder,
-            key_columns=list(record.key_columns), base_sequence_number=int(data["baseSequenceNumber"]),
-            rebuild=bool(data["rebuild"]), staged_folder=str(data["stagedFolder"]),
-            files=[(str(f["staged"]), str(f["name"])) for f in data["files"]], rows=int(data["rows"]),
+            run_id=str(data["runId"]),
+            model=record.model,
+            table_folder=table_folder,
+            key_columns=list(record.key_columns),
+            base_sequence_number=int(data["baseSequenceNumber"]),
+            rebuild=bool(data["rebuild"]),
+            staged_folder=str(data["stagedFolder"]),
+            files=[(str(f["staged"]), str(f["name"])) for f in data["files"]],
+            rows=int(data["rows"]),
             owner=data.get("owner"),
         )
         pending._check_paths()
@@ -112,12 +121,12 @@ class PublishRecord:
     """`_dbt_openmirror.json`: the last committed publish, and the one in flight if any."""
 
     last_sequence_number: int
-    key_columns: List[str]
+    key_columns: list[str]
     model: str
-    run_id: Optional[str] = None
-    files: List[str] = field(default_factory=list)
-    published_at: Optional[str] = None
-    pending: Optional[Dict[str, Any]] = None
+    run_id: str | None = None
+    files: list[str] = field(default_factory=list)
+    published_at: str | None = None
+    pending: dict[str, Any] | None = None
     #: The lease generation of the run that wrote the journal: older ones may not write it.
     lease_generation: int = 0
     #: A full load was published and the mirroring service has not been seen to list the table
@@ -125,13 +134,18 @@ class PublishRecord:
     wait_for_listing: bool = False
     #: Who publishes the folder: the model's snapshot relation (two owners would rebuild each
     #: other's table; run_plan.py refuses that).
-    owner: Optional[str] = None
+    owner: str | None = None
 
     def to_json(self) -> str:
-        document = {
-            "lastSequenceNumber": self.last_sequence_number, "lastRunId": self.run_id,
-            "lastFiles": self.files, "keyColumns": self.key_columns, "model": self.model,
-            "owner": self.owner, "publishedAt": self.published_at, "leaseGeneration": self.lease_generation,
+        document: dict[str, Any] = {
+            "lastSequenceNumber": self.last_sequence_number,
+            "lastRunId": self.run_id,
+            "lastFiles": self.files,
+            "keyColumns": self.key_columns,
+            "model": self.model,
+            "owner": self.owner,
+            "publishedAt": self.published_at,
+            "leaseGeneration": self.lease_generation,
             "waitForListing": self.wait_for_listing,
         }
         if self.pending is not None:
@@ -143,11 +157,15 @@ class PublishRecord:
         data = json.loads(text)
         return cls(
             last_sequence_number=int(data["lastSequenceNumber"]),
-            key_columns=list(data.get("keyColumns") or []), model=str(data.get("model", "")),
-            run_id=data.get("lastRunId"), files=list(data.get("lastFiles") or []),
-            published_at=data.get("publishedAt"), pending=data.get("pending"),
+            key_columns=list(data.get("keyColumns") or []),
+            model=str(data.get("model", "")),
+            run_id=data.get("lastRunId"),
+            files=list(data.get("lastFiles") or []),
+            published_at=data.get("publishedAt"),
+            pending=data.get("pending"),
             lease_generation=int(data.get("leaseGeneration", 0)),
-            wait_for_listing=bool(data.get("waitForListing", False)), owner=data.get("owner"),
+            wait_for_listing=bool(data.get("waitForListing", False)),
+            owner=data.get("owner"),
         )
 
 
@@ -156,15 +174,15 @@ class TableFolderState:
     """What a table folder holds, as far as numbering, keys and unfinished publishes go."""
 
     exists: bool
-    key_columns: Optional[List[str]]
+    key_columns: list[str] | None
     last_sequence_number: int
-    pending: Optional[PendingPublish] = None
+    pending: PendingPublish | None = None
     #: Why the numbers found disagree with our record (files we never published), if they do.
-    numbering_conflict: Optional[str] = None
+    numbering_conflict: str | None = None
     #: The run the record names as the last committed publish.
-    last_run_id: Optional[str] = None
+    last_run_id: str | None = None
     #: Who publishes the folder (the snapshot relation of its model), as the record says.
-    owner: Optional[str] = None
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +193,7 @@ class StagedFile:
 
 @dataclass(frozen=True)
 class PublishedFiles:
-    names: List[str]
+    names: list[str]
     rows: int
     last_sequence_number: int
 
@@ -195,13 +213,13 @@ def _now() -> str:
 
 
 class Publisher:
-    def __init__(self, storage: LandingZoneStorage, service: Optional[MirroringService] = None) -> None:
+    def __init__(self, storage: LandingZoneStorage, service: MirroringService | None = None) -> None:
         self.storage = storage
         self.service = service or MirroringService(storage, logging.getLogger("dbt-openmirror").info)
 
     # -- reading the table folder ---------------------------------------------------------------
 
-    def read_record(self, table_folder: str) -> Optional[PublishRecord]:
+    def read_record(self, table_folder: str) -> PublishRecord | None:
         text = self.storage.read_text(f"{table_folder}/{PUBLISH_RECORD_FILE}")
         return None if text is None else self._parse_record(text, table_folder)
 
@@ -217,7 +235,7 @@ class Publisher:
             ) from exc
         return record
 
-    def published_names(self, table_folder: str) -> Set[str]:
+    def published_names(self, table_folder: str) -> set[str]:
         """Names in the table folder and in the folders the service moves processed files to."""
         names = set(self.storage.list_names(table_folder))
         for folder in PROCESSED_FOLDERS:
@@ -234,9 +252,7 @@ class Publisher:
         record = self.read_record(table_folder)
         if record is None:
             return TableFolderState(True, keys, found)
-        pending = (
-            PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
-        )
+        pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         conflict = None
         if pending is None and found > record.last_sequence_number:
             conflict = self._numbering_conflict(table_folder, found, record.last_sequence_number)
@@ -257,7 +273,7 @@ class Publisher:
 
     # -- checking what Spark staged ---------------------------------------------------------------
 
-    def staged_files(self, staged_folder: str, full_load: bool) -> List[StagedFile]:
+    def staged_files(self, staged_folder: str, full_load: bool) -> list[StagedFile]:
         """The Parquet files Spark wrote, in name order, each checked by its footer."""
         staged = []
         for name in self.storage.list_names(staged_folder):
@@ -295,7 +311,7 @@ class Publisher:
         run_id: str,
         full_load: bool,
         rebuild: bool,
-        owner: Optional[str] = None,
+        owner: str | None = None,
     ) -> PendingPublish:
         """Which staged file becomes which number. An incremental run without changes publishes
         nothing; a full load always publishes at least one file so the table exists."""
@@ -312,13 +328,18 @@ class Publisher:
         else:
             to_publish = [f for f in staged if f.rows]
         base = 0 if rebuild else state.last_sequence_number
-        files = [
-            (f.path, data_file_name(number))
-            for number, f in enumerate(to_publish, start=base + 1)
-        ]
+        files = [(f.path, data_file_name(number)) for number, f in enumerate(to_publish, start=base + 1)]
         return PendingPublish(
-            run_id, model, table_folder, list(key_columns), base, rebuild, staged_folder, files,
-            expected_rows, owner,
+            run_id,
+            model,
+            table_folder,
+            list(key_columns),
+            base,
+            rebuild,
+            staged_folder,
+            files,
+            expected_rows,
+            owner,
         )
 
     # -- publishing: begin, complete, commit ------------------------------------------------------
@@ -351,8 +372,11 @@ class Publisher:
             )
         committed = journal[0] or PublishRecord(pending.base_sequence_number, pending.key_columns, pending.model)
         journaled = replace(
-            committed, last_sequence_number=pending.base_sequence_number,
-            key_columns=list(pending.key_columns), model=pending.model, pending=pending.to_dict(),
+            committed,
+            last_sequence_number=pending.base_sequence_number,
+            key_columns=list(pending.key_columns),
+            model=pending.model,
+            pending=pending.to_dict(),
             owner=pending.owner or committed.owner,
         )
         self._write_journal(pending, journaled, fence, journal)
@@ -373,9 +397,7 @@ class Publisher:
         self._identify_publisher()
         if self.storage.read_text(f"{folder}/{METADATA_FILE}") is None:
             # Written before any data file, so the first file is never read as insert-only.
-            self.storage.write_text(
-                f"{folder}/{METADATA_FILE}", metadata_json(pending.key_columns), create_only=True
-            )
+            self.storage.write_text(f"{folder}/{METADATA_FILE}", metadata_json(pending.key_columns), create_only=True)
         present = self.published_names(folder)
         staged_names = set(self.storage.list_names(pending.staged_folder))
         for staged_path, name in pending.files:
@@ -417,8 +439,13 @@ class Publisher:
         previous = journal[0]
         waiting = pending.full_load if pending.files else bool(previous and previous.wait_for_listing)
         record = PublishRecord(
-            pending.last_sequence_number, list(pending.key_columns), pending.model,
-            pending.run_id, pending.names, _now(), wait_for_listing=waiting,
+            pending.last_sequence_number,
+            list(pending.key_columns),
+            pending.model,
+            pending.run_id,
+            pending.names,
+            _now(),
+            wait_for_listing=waiting,
             owner=pending.owner or (previous.owner if previous else None),
         )
         self._write_journal(pending, record, fence, journal)
@@ -431,16 +458,14 @@ class Publisher:
         record = journal[0]
         if record is not None:
             self._expect_journaled(pending, record, fence)
-            published = highest_sequence_number(
-                sorted(set(pending.names) & self.published_names(pending.table_folder))
-            )
+            published = highest_sequence_number(sorted(set(pending.names) & self.published_names(pending.table_folder)))
             last = max(record.last_sequence_number, published)
             self._write_journal(pending, replace(record, last_sequence_number=last, pending=None), fence, journal)
         self.storage.delete_folder(pending.staged_folder)
 
     # -- the journal: replaced only as read, and never by an older lease --------------------------
 
-    def _read_journal(self, table_folder: str) -> Tuple[Optional[PublishRecord], Optional[str]]:
+    def _read_journal(self, table_folder: str) -> tuple[PublishRecord | None, str | None]:
         """The record and its version (None, None when there is none)."""
         found = self.storage.read_versioned(f"{table_folder}/{PUBLISH_RECORD_FILE}")
         if found is None:
@@ -448,21 +473,24 @@ class Publisher:
         return self._parse_record(found.text, table_folder), found.version
 
     @staticmethod
-    def _check_generation(record: Optional[PublishRecord], fence: "Fence") -> None:
+    def _check_generation(record: PublishRecord | None, fence: "Fence") -> None:
         if record is not None and record.lease_generation > fence.generation:
             raise fence.lost(
                 f"the table's journal was written under a newer lease, generation "
                 f"{record.lease_generation}; this run's is {fence.generation}"
             )
 
-    def _expect_journaled(self, pending: PendingPublish, record: Optional[PublishRecord], fence: "Fence") -> None:
+    def _expect_journaled(self, pending: PendingPublish, record: PublishRecord | None, fence: "Fence") -> None:
         """The journal still names this publish: as pending, or, for a publish without files
         (which is never journaled), as the committed state it was prepared from."""
         self._check_generation(record, fence)
         if record is not None and (
             (record.pending or {}).get("runId") == pending.run_id
-            or (not pending.files and record.pending is None
-                and record.last_sequence_number == pending.base_sequence_number)
+            or (
+                not pending.files
+                and record.pending is None
+                and record.last_sequence_number == pending.base_sequence_number
+            )
         ):
             return
         named = f"run {record.pending.get('runId')}" if record and record.pending else "no publish in flight"
@@ -473,8 +501,11 @@ class Publisher:
         )
 
     def _write_journal(
-        self, pending: PendingPublish, record: PublishRecord, fence: "Fence",
-        journal: Tuple[Optional[PublishRecord], Optional[str]],
+        self,
+        pending: PendingPublish,
+        record: PublishRecord,
+        fence: "Fence",
+        journal: tuple[PublishRecord | None, str | None],
     ) -> None:
         """Replace the journal `journal` was read as, under this writer's lease generation, only
         if it is still that version and no newer lease wrote it: a writer that lost its lease can

@@ -43,27 +43,35 @@ def decide(
     new-output table, None where the table is missing or carries no run id."""
     published = [n for n in pending.names if n in published_names]
     lost = [
-        name for staged, name in pending.files
+        name
+        for staged, name in pending.files
         if name not in published_names and staged.rsplit("/", 1)[-1] not in staged_names
     ]
     run = f"run {pending.run_id}"
     done = f"published {len(published)} of {len(pending.files)} files ({_span(published)})"
     if snapshot_run_id == pending.run_id and not lost:
-        return Recovery(ROLL_FORWARD, False, (
-            f"{run} stopped after making its output the snapshot; it {done}. Finishing its "
-            "publish."
-        ))
+        return Recovery(
+            ROLL_FORWARD,
+            False,
+            (f"{run} stopped after making its output the snapshot; it {done}. Finishing its publish."),
+        )
     if new_output_run_id == pending.run_id and not lost:
-        return Recovery(ROLL_FORWARD, True, (
-            f"{run} stopped before it finished; it {done}. Rolling forward: publishing the rest "
-            "and making its output the snapshot."
-        ))
+        return Recovery(
+            ROLL_FORWARD,
+            True,
+            (
+                f"{run} stopped before it finished; it {done}. Rolling forward: publishing the rest "
+                "and making its output the snapshot."
+            ),
+        )
     if not published:
-        return Recovery(DISCARD, False, (
-            f"{run} stopped before publishing any file; discarding what it staged."
-        ))
+        return Recovery(DISCARD, False, (f"{run} stopped before publishing any file; discarding what it staged."))
     missing = "its staged files " + _span(lost) if lost else "its output table"
-    return Recovery(ABANDON, False, (
-        f"{run} {done} but {missing} can no longer be found, so the published files cannot be "
-        "matched by a snapshot; the table will be rebuilt from the model output."
-    ))
+    return Recovery(
+        ABANDON,
+        False,
+        (
+            f"{run} {done} but {missing} can no longer be found, so the published files cannot be "
+            "matched by a snapshot; the table will be rebuilt from the model output."
+        ),
+    )

@@ -10,8 +10,8 @@ Recovery is the same sequence resumed: a publish an interrupted run journaled is
 forgotten (recovery.py decides), from what the caller knows of that run's output.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from dbt.adapters.openmirror.publishing.lease import Fence
 from dbt.adapters.openmirror.publishing.publisher import PendingPublish, PublishedFiles, Publisher
@@ -29,8 +29,8 @@ class CrashedRunOutput:
     recording none). Package mode's output is its manifest row: the snapshot holds the run when
     the manifest still stages it."""
 
-    snapshot_run_id: Optional[str]
-    new_output_run_id: Optional[str] = None
+    snapshot_run_id: str | None
+    new_output_run_id: str | None = None
 
 
 class PublishSequence:
@@ -69,7 +69,7 @@ class PublishSequence:
         crashed_output: Callable[[PendingPublish], CrashedRunOutput],
         report: Callable[[Recovery], None],
         promote: Callable[[], None] = _nothing,
-    ) -> Optional[Recovery]:
+    ) -> Recovery | None:
         """Finish or forget the publish journaled in `table_folder`, if any. `crashed_output` is
         asked only when there is one; `report` hears the decision before it is carried out;
         `promote` makes the crashed run's new output the snapshot (when recovery says so)."""

@@ -23,8 +23,9 @@ AUTO, DIRECT, UPLOAD = "auto", "direct", "upload"
 STAGING_MODES = (AUTO, DIRECT, UPLOAD)
 
 
-def choose_mode(setting: str, shared_with_spark: bool, spark_master: Callable[[], str | None],
-                spark_can_write: Callable[[], bool]) -> str:
+def choose_mode(
+    setting: str, shared_with_spark: bool, spark_master: Callable[[], str | None], spark_can_write: Callable[[], bool]
+) -> str:
     """The staging mode for `setting`. `spark_master` (a query) and `spark_can_write` (a probe
     write) are only called when the answer depends on them."""
     if setting != AUTO:

@@ -59,8 +59,12 @@ def mirror_type(data_type: pa.DataType) -> pa.DataType:
         return pa.decimal128(data_type.precision, data_type.scale)
     if pa.types.is_string(data_type) or pa.types.is_large_string(data_type) or pa.types.is_string_view(data_type):
         return pa.string()
-    if (pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type)
-            or pa.types.is_binary_view(data_type) or pa.types.is_fixed_size_binary(data_type)):
+    if (
+        pa.types.is_binary(data_type)
+        or pa.types.is_large_binary(data_type)
+        or pa.types.is_binary_view(data_type)
+        or pa.types.is_fixed_size_binary(data_type)
+    ):
         return pa.binary()
     if pa.types.is_date64(data_type):
         return pa.date32()
@@ -84,8 +88,15 @@ def delta_type_name(data_type: pa.DataType) -> str:
     if pa.types.is_timestamp(data_type):
         return "timestamp" if data_type.tz else "timestamp_ntz"
     names = {
-        pa.bool_(): "boolean", pa.int8(): "byte", pa.int16(): "short", pa.int32(): "integer", pa.int64(): "long",
-        pa.float32(): "float", pa.float64(): "double", pa.string(): "string", pa.binary(): "binary",
+        pa.bool_(): "boolean",
+        pa.int8(): "byte",
+        pa.int16(): "short",
+        pa.int32(): "integer",
+        pa.int64(): "long",
+        pa.float32(): "float",
+        pa.float64(): "double",
+        pa.string(): "string",
+        pa.binary(): "binary",
         pa.date32(): "date",
     }
     return names.get(data_type, str(data_type))
@@ -111,11 +122,13 @@ def schema_problems(schema: pa.Schema) -> list[Problem]:
             problems.append(Problem("UnsupportedColumnType", f"column {data_field.name}: {exc}"))
         other = by_lower.setdefault(data_field.name.lower(), data_field.name)
         if other != data_field.name:
-            problems.append(Problem(
-                "DuplicateColumnNames",
-                f"columns {other} and {data_field.name} differ only in case: Delta column names are "
-                "case-insensitive, so one table cannot hold both",
-            ))
+            problems.append(
+                Problem(
+                    "DuplicateColumnNames",
+                    f"columns {other} and {data_field.name} differ only in case: Delta column names are "
+                    "case-insensitive, so one table cannot hold both",
+                )
+            )
     return problems
 
 
@@ -127,11 +140,17 @@ def parquet_problems(metadata: pq.FileMetaData) -> list[Problem]:
             column = metadata.row_group(group).column(index)
             name = column.path_in_schema
             if column.compression not in CODECS:
-                problems.setdefault(f"{name} codec", Problem(
-                    "UnsupportedCompression", f"column {name}: {column.compression} compression is not accepted"))
+                problems.setdefault(
+                    f"{name} codec",
+                    Problem(
+                        "UnsupportedCompression", f"column {name}: {column.compression} compression is not accepted"
+                    ),
+                )
             if column.physical_type == "INT96":
-                problems.setdefault(f"{name} int96", Problem(
-                    "UnsupportedColumnType", f"column {name}: INT96 timestamps; write microseconds"))
+                problems.setdefault(
+                    f"{name} int96",
+                    Problem("UnsupportedColumnType", f"column {name}: INT96 timestamps; write microseconds"),
+                )
     return list(problems.values())
 
 
@@ -155,9 +174,7 @@ class TableColumns:
     def of(cls, schema: pa.Schema) -> "TableColumns":
         """The columns a file (or a Delta table's schema) gives; types must be held (see
         `schema_problems`). The row marker is not a column."""
-        return cls(tuple(
-            MirrorColumn(f.name, mirror_type(f.type), f.nullable) for f in schema if f.name != ROW_MARKER
-        ))
+        return cls(tuple(MirrorColumn(f.name, mirror_type(f.type), f.nullable) for f in schema if f.name != ROW_MARKER))
 
     @property
     def names(self) -> list[str]:
@@ -179,29 +196,38 @@ class TableColumns:
             if present is None:
                 added.append(MirrorColumn(column.name, column.data_type, True))
             elif present.name != column.name:
-                problems.append(Problem(
-                    "ColumnCaseChanged",
-                    f"column {present.name} is spelled {column.name} here: a column respelled in case is a "
-                    "rename (drop + add) that one Delta table cannot hold; rebuild the table",
-                ))
+                problems.append(
+                    Problem(
+                        "ColumnCaseChanged",
+                        f"column {present.name} is spelled {column.name} here: a column respelled in case is a "
+                        "rename (drop + add) that one Delta table cannot hold; rebuild the table",
+                    )
+                )
             elif present.data_type != column.data_type:
-                problems.append(Problem(
-                    "ColumnTypeChanged",
-                    f"column {column.name} changed type ({column.name}: {delta_type_name(present.data_type)} -> "
-                    f"{delta_type_name(column.data_type)}); the table stops until it is rebuilt",
-                ))
+                problems.append(
+                    Problem(
+                        "ColumnTypeChanged",
+                        f"column {column.name} changed type ({column.name}: {delta_type_name(present.data_type)} -> "
+                        f"{delta_type_name(column.data_type)}); the table stops until it is rebuilt",
+                    )
+                )
         names = {c.name.lower() for c in incoming.columns}
         for column in self.columns:
             if column.name.lower() not in names and not column.nullable:
-                problems.append(Problem(
-                    "SchemaMergeFailed",
-                    f"column {column.name} is not nullable and is omitted: the schema merge fails; rebuild the table",
-                ))
+                problems.append(
+                    Problem(
+                        "SchemaMergeFailed",
+                        f"column {column.name} is not nullable and is omitted: the schema merge fails; "
+                        "rebuild the table",
+                    )
+                )
         if added and not may_add:
-            problems.append(Problem(
-                "SchemaChangeNotSupported",
-                f"columns {[c.name for c in added]} are not in the table, whose schema cannot change",
-            ))
+            problems.append(
+                Problem(
+                    "SchemaChangeNotSupported",
+                    f"columns {[c.name for c in added]} are not in the table, whose schema cannot change",
+                )
+            )
         return TableColumns(self.columns + tuple(added)), problems
 
 

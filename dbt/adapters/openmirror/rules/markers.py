@@ -5,7 +5,6 @@ back: the publisher checks the column of each staged file, the response counts r
 and the local mirror and the validator check each file's markers with `marker_problem`.
 """
 
-
 import pyarrow as pa
 import pyarrow.compute as pc
 

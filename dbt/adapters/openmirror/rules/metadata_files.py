@@ -20,17 +20,37 @@ PARQUET = "Parquet"
 DELIMITED_TEXT = "DelimitedText"
 #: The types a delimited-text table declares in `SchemaDefinition.Columns[].DataType`.
 DELIMITED_TEXT_TYPES = (
-    "Double", "Single", "Int16", "Int32", "Int64", "DateTime", "IDate", "ITime", "String", "Boolean", "ByteArray",
+    "Double",
+    "Single",
+    "Int16",
+    "Int32",
+    "Int64",
+    "DateTime",
+    "IDate",
+    "ITime",
+    "String",
+    "Boolean",
+    "ByteArray",
 )
 #: Row separators the delimited-text reader understands (any of them in one file).
 ROW_SEPARATORS = ("\n", "\r\n", "\r")
 
 _TABLE_FIELDS = (
-    "keyColumns", "fileDetectionStrategy", "isUpsertDefaultRowMarker", "FileFormat", "FileExtension",
-    "FileFormatTypeProperties", "SchemaDefinition",
+    "keyColumns",
+    "fileDetectionStrategy",
+    "isUpsertDefaultRowMarker",
+    "FileFormat",
+    "FileExtension",
+    "FileFormatTypeProperties",
+    "SchemaDefinition",
 )
 _TEXT_PROPERTIES = (
-    "FirstRowAsHeader", "RowSeparator", "ColumnSeparator", "QuoteCharacter", "EscapeCharacter", "NullValue",
+    "FirstRowAsHeader",
+    "RowSeparator",
+    "ColumnSeparator",
+    "QuoteCharacter",
+    "EscapeCharacter",
+    "NullValue",
     "Encoding",
 )
 _PARTNER_FIELDS = ("partnerName", "sourceInfo")
@@ -209,7 +229,7 @@ def _declared_columns(value: Any, parsed: Parsed) -> tuple[DeclaredColumn, ...]:
 def _delimited_text(table: _Object, keys: Sequence[str], parsed: Parsed) -> DelimitedText | None:
     extension = table.get("FileExtension")
     if not isinstance(extension, str) or not extension.strip("."):
-        parsed.errors.append(f"FileExtension is required for DelimitedText (e.g. \"csv\"), got {extension!r}")
+        parsed.errors.append(f'FileExtension is required for DelimitedText (e.g. "csv"), got {extension!r}')
         return None
     extension = extension.lstrip(".")
     raw = table.get("FileFormatTypeProperties", {})
@@ -257,8 +277,9 @@ def parse_table_metadata(text: str) -> Parsed:
     if table is None:
         return parsed
     keys = _key_columns(table.get("keyColumns", []), parsed)
-    detection = _choice(table.get("fileDetectionStrategy", SEQUENTIAL), "fileDetectionStrategy",
-                        (SEQUENTIAL, LAST_UPDATE_TIME), parsed)
+    detection = _choice(
+        table.get("fileDetectionStrategy", SEQUENTIAL), "fileDetectionStrategy", (SEQUENTIAL, LAST_UPDATE_TIME), parsed
+    )
     upsert_default = table.get("isUpsertDefaultRowMarker", False)
     if not isinstance(upsert_default, bool):
         parsed.errors.append(f"isUpsertDefaultRowMarker must be true or false, got {upsert_default!r}")

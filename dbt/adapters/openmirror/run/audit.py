@@ -7,8 +7,9 @@ rows passes: its author chose not to block on it), and is discarded otherwise. A
 tests has nothing to wait for and publishes.
 """
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 #: The hook a project must run at its end for held changes to be published (README).
 AUDIT_HOOK_MACRO = "openmirror_publish_audited"
@@ -52,7 +53,7 @@ def verdict(model_id: str, nodes: Mapping[str, Any], results: Iterable[Any]) -> 
     return Verdict(True, f"its {len(tests)} tests passed")
 
 
-def hook_configured(nodes: Mapping[str, Any]) -> Optional[str]:
+def hook_configured(nodes: Mapping[str, Any]) -> str | None:
     """The id of an on-run-end hook that publishes held changes, if the project has one."""
     for unique_id, node in nodes.items():
         if _value(node, "resource_type") == "operation" and AUDIT_HOOK_MACRO in (_value(node, "raw_code") or ""):

@@ -1,11 +1,12 @@
 """The `open_mirror` model config, validated into one plain object before anything runs."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional
+from typing import Any
 
 from dbt.adapters.openmirror.errors import MirrorConfigError
-from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folder_path
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
+from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folder_path
 
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
@@ -22,7 +23,7 @@ DEFAULT_LEASE_TTL_SECONDS = 300
 @dataclass(frozen=True)
 class MirrorConfig:
     model: str
-    unique_key: List[str]
+    unique_key: list[str]
     mirror_schema: str
     mirror_table: str
     parquet_compression: str = "snappy"
@@ -45,13 +46,11 @@ class MirrorConfig:
 def _choice(model: str, config: Mapping[str, Any], name: str, choices: tuple) -> str:
     value = config.get(name) or choices[0]
     if value not in choices:
-        raise MirrorConfigError(
-            f"Model '{model}': {name}={value!r} is not one of {', '.join(choices)}"
-        )
+        raise MirrorConfigError(f"Model '{model}': {name}={value!r} is not one of {', '.join(choices)}")
     return value
 
 
-def _unique_key(model: str, value: Any) -> List[str]:
+def _unique_key(model: str, value: Any) -> list[str]:
     keys = [value] if isinstance(value, str) else value
     if not keys or not isinstance(keys, (list, tuple)):
         raise MirrorConfigError(
@@ -72,9 +71,7 @@ def _unique_key(model: str, value: Any) -> List[str]:
 def _folder_name(model: str, setting: str, value: str) -> str:
     problem = folder_name_problem(value)
     if problem:
-        raise MirrorConfigError(
-            f"Model '{model}': {setting}={value!r} cannot name a landing-zone folder: {problem}"
-        )
+        raise MirrorConfigError(f"Model '{model}': {setting}={value!r} cannot name a landing-zone folder: {problem}")
     return value
 
 
@@ -82,9 +79,7 @@ def _whole_number(model: str, name: str, value: Any, default: int, minimum: int)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise MirrorConfigError(
-            f"Model '{model}': {name} must be a whole number of at least {minimum}, got {value!r}"
-        )
+        raise MirrorConfigError(f"Model '{model}': {name} must be a whole number of at least {minimum}, got {value!r}")
     return value
 
 
@@ -96,11 +91,9 @@ def _flag(model: str, name: str, value: Any, default: bool) -> bool:
     return value
 
 
-def mirror_config(
-    model: str, schema: str, identifier: str, config: Mapping[str, Any]
-) -> MirrorConfig:
+def mirror_config(model: str, schema: str, identifier: str, config: Mapping[str, Any]) -> MirrorConfig:
     """Validate a model's config; defaults follow the model's schema and identifier."""
-    mirror_schema: Optional[str] = config.get("mirror_schema")
+    mirror_schema: str | None = config.get("mirror_schema")
     if mirror_schema is None:
         mirror_schema = schema
     if mirror_schema:

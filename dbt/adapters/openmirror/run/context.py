@@ -1,8 +1,8 @@
 """What every model run of one invocation shares: the landing zone and its publisher and leases,
 the seam to Spark, and how the invocation stages, warns and stops."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher

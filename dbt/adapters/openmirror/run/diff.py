@@ -7,9 +7,10 @@ snapshot's key hashes can be trusted compares hashes and selects the changed key
 whose hashes cannot (a crash between the two renames, other hashed columns) compares whole rows.
 """
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_problems, string_keys
@@ -31,8 +32,14 @@ class ChangeRows:
 
 class SnapshotDiff:
     def __init__(
-        self, statements: Statements, catalog: Catalog, mirror: MirrorConfig, relations: RunRelations,
-        run_id: str, warn: Callable[[str], None], debug: Callable[[str], None],
+        self,
+        statements: Statements,
+        catalog: Catalog,
+        mirror: MirrorConfig,
+        relations: RunRelations,
+        run_id: str,
+        warn: Callable[[str], None],
+        debug: Callable[[str], None],
     ) -> None:
         self.statements = statements
         self.catalog = catalog
@@ -58,15 +65,23 @@ class SnapshotDiff:
         output_rows = self._row_count(relations.new_output)
         self.catalog.drop(relations.new_hashes)
         statements.execute(
-            "openmirror_key_hashes_sql", target=str(relations.new_hashes), relation=str(relations.new_output),
-            key_columns=key_columns, hashed=columns, properties=properties,
+            "openmirror_key_hashes_sql",
+            target=str(relations.new_hashes),
+            relation=str(relations.new_output),
+            key_columns=key_columns,
+            hashed=columns,
+            properties=properties,
             buckets=hash_diff.bucket_count(output_rows, key_types),
         )
         self.catalog.created(relations.new_hashes)
         return output_rows
 
     def change_rows(
-        self, plan: RunPlan, snapshot: Optional[SnapshotRecord], existing: Optional[Any], output_rows: int,
+        self,
+        plan: RunPlan,
+        snapshot: SnapshotRecord | None,
+        existing: Any | None,
+        output_rows: int,
     ) -> ChangeRows:
         """The change rows against the snapshot, or a full load, after the key check."""
         mirror, relations, statements = self.mirror, self.relations, self.statements
@@ -77,8 +92,12 @@ class SnapshotDiff:
                 self._check_keys(plan, relations.new_hashes, counted=False)
                 self._warn_key_lookalikes(plan, relations.new_hashes)
                 sql = statements.render(
-                    "openmirror_initial_load_sql", relation=new, columns=plan.schema.columns, kept=plan.schema.kept,
-                    change_markers=mirror.change_markers, position=mirror.row_marker_position,
+                    "openmirror_initial_load_sql",
+                    relation=new,
+                    columns=plan.schema.columns,
+                    kept=plan.schema.kept,
+                    change_markers=mirror.change_markers,
+                    position=mirror.row_marker_position,
                 )
                 return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
             hashed = hash_diff.hashed_columns(plan.schema, key_columns)
@@ -88,25 +107,38 @@ class SnapshotDiff:
                 self._check_keys(plan, relations.new_hashes, counted=False)
                 self._warn_key_lookalikes(plan, relations.new_hashes)
                 sql = statements.render(
-                    "openmirror_change_rows_sql", new_relation=new, previous_relation=str(existing),
-                    columns=plan.schema.columns, kept=plan.schema.kept, added=plan.schema.added,
-                    key_columns=key_columns, change_markers=mirror.change_markers,
+                    "openmirror_change_rows_sql",
+                    new_relation=new,
+                    previous_relation=str(existing),
+                    columns=plan.schema.columns,
+                    kept=plan.schema.kept,
+                    added=plan.schema.added,
+                    key_columns=key_columns,
+                    change_markers=mirror.change_markers,
                     position=mirror.row_marker_position,
                 )
                 return ChangeRows(sql, 1, True)
             changes = relations.changes
             self.catalog.drop(changes)
             statements.execute(
-                "openmirror_changed_keys_sql", target=str(changes), new_hashes=str(relations.new_hashes),
-                previous_hashes=str(relations.previous_hashes), key_columns=key_columns,
+                "openmirror_changed_keys_sql",
+                target=str(changes),
+                new_hashes=str(relations.new_hashes),
+                previous_hashes=str(relations.previous_hashes),
+                key_columns=key_columns,
                 change_markers=mirror.change_markers,
             )
             self.catalog.created(changes)
             self._check_keys(plan, changes, counted=True)
             self._warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
             sql = statements.render(
-                "openmirror_changed_rows_sql", new_relation=new, changes=str(changes), columns=plan.schema.columns,
-                kept=plan.schema.kept, key_columns=key_columns, change_markers=mirror.change_markers,
+                "openmirror_changed_rows_sql",
+                new_relation=new,
+                changes=str(changes),
+                columns=plan.schema.columns,
+                kept=plan.schema.kept,
+                key_columns=key_columns,
+                change_markers=mirror.change_markers,
                 position=mirror.row_marker_position,
             )
             return ChangeRows(sql, hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file), True)
@@ -125,7 +157,7 @@ class SnapshotDiff:
         rows = self.statements.query("openmirror_row_count_sql", relation=str(relation))
         return int(rows[0][0])
 
-    def _hashes_match(self, snapshot: Optional[SnapshotRecord], signature: str) -> bool:
+    def _hashes_match(self, snapshot: SnapshotRecord | None, signature: str) -> bool:
         """The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
         over the same columns. A crash between the two renames leaves them behind: then not."""
         hashes = self.relations.previous_hashes
@@ -143,7 +175,10 @@ class SnapshotDiff:
     def _check_keys(self, plan: RunPlan, relation: Any, counted: bool) -> None:
         key_columns = plan.key_columns
         problems = self.statements.query(
-            "openmirror_key_problems_sql", relation=str(relation), key_columns=key_columns, counted=counted,
+            "openmirror_key_problems_sql",
+            relation=str(relation),
+            key_columns=key_columns,
+            counted=counted,
         )
         raise_key_problems(self.mirror.model, key_columns, problems, self.mirror.show_key_values)
 
@@ -156,8 +191,12 @@ class SnapshotDiff:
         if not strings:
             return
         pairs = self.statements.query(
-            "openmirror_key_lookalikes_sql", keys=str(keys), key_columns=key_columns, string_keys=strings,
-            new_keys=str(new_keys) if new_keys is not None else None, change_markers=self.mirror.change_markers,
+            "openmirror_key_lookalikes_sql",
+            keys=str(keys),
+            key_columns=key_columns,
+            string_keys=strings,
+            new_keys=str(new_keys) if new_keys is not None else None,
+            change_markers=self.mirror.change_markers,
         )
         for one, other in pairs:
             self.warn(lookalike_warning(self.mirror.model, key_columns, (one, other), self.mirror.show_key_values))

@@ -6,8 +6,9 @@ on-run-end hook publishes each change whose tests passed (run/audit.py) and disc
 """
 
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any
 
 from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SnapshotRecord, snapshot_record
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
@@ -22,6 +23,8 @@ from dbt.adapters.openmirror.run.statements import table_properties
 
 #: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
 AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
+
+
 @dataclass
 class HeldChange:
     """A staged change waiting for its model's tests, with the lease that keeps other runs off
@@ -40,14 +43,18 @@ class HeldChanges:
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
-        self._held: List[HeldChange] = []
+        self._held: list[HeldChange] = []
         self._lock = threading.Lock()
 
     def hold(self, change: HeldChange, new_output: Any, new_hashes: Any, changes: Any) -> PublishedFiles:
         """The output and its key hashes become `{{ this }}` and its hashes; what they replace
         waits beside them."""
         catalog, target = self.context.catalog, change.target
-        hashes, base, base_hashes = beside(target, HASHES), beside(target, AUDIT_BASE), beside(target, AUDIT_BASE_HASHES)
+        hashes, base, base_hashes = (
+            beside(target, HASHES),
+            beside(target, AUDIT_BASE),
+            beside(target, AUDIT_BASE_HASHES),
+        )
         catalog.refresh([target, hashes, base, base_hashes])
         for kept, aside, fresh in ((target, base, new_output), (hashes, base_hashes, new_hashes)):
             catalog.drop(aside)
@@ -61,12 +68,12 @@ class HeldChanges:
         pending = change.pending
         return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
 
-    def finish(self, results: Sequence[Any], graph: Mapping[str, Any]) -> List[str]:
+    def finish(self, results: Sequence[Any], graph: Mapping[str, Any]) -> list[str]:
         """At the invocation's end: publish each held change whose tests passed, discard the
         others (their snapshot goes back). One table's failure does not stop the others; the
         first is raised at the end."""
-        lines: List[str] = []
-        failures: List[Exception] = []
+        lines: list[str] = []
+        failures: list[Exception] = []
         with self._lock:
             held, self._held = self._held, []
         for change in held:
@@ -97,9 +104,7 @@ class HeldChanges:
         """The publish sequence with `{{ this }}` already the output: a failure before the
         journal entry discards the change; after it, recovery finishes the publish."""
         sequence = PublishSequence(self.context.publisher, self.context.leases.fence(change.lease))
-        sequence.publish(
-            change.pending, change.mirror.rebuild_wait_seconds, if_refused=lambda: self._discard(change)
-        )
+        sequence.publish(change.pending, change.mirror.rebuild_wait_seconds, if_refused=lambda: self._discard(change))
         self.release_audit_base(change.target)
 
     def _discard(self, change: HeldChange) -> None:
@@ -126,7 +131,7 @@ class HeldChanges:
         if held.run_id is not None:
             self.context.publisher.discard(scratch_path(held.run_id))
 
-    def _snapshot_record(self, relation: Optional[Any]) -> Optional[SnapshotRecord]:
+    def _snapshot_record(self, relation: Any | None) -> SnapshotRecord | None:
         if relation is None:
             return None
         return snapshot_record(table_properties(self.context.statements, relation))
@@ -135,7 +140,10 @@ class HeldChanges:
         """The snapshot and key hashes a held change was diffed against go back in place (on a
         first publish there were none: the table goes, and the next run is a first publish again)."""
         catalog = self.context.catalog
-        for kept, aside in ((target, beside(target, AUDIT_BASE)), (beside(target, HASHES), beside(target, AUDIT_BASE_HASHES))):
+        for kept, aside in (
+            (target, beside(target, AUDIT_BASE)),
+            (beside(target, HASHES), beside(target, AUDIT_BASE_HASHES)),
+        ):
             catalog.refresh([kept, aside])
             catalog.drop(kept)
             existing = catalog.find(aside)

@@ -12,7 +12,8 @@ Every statement goes through `Statements` (the macros of macros/sql/) and every 
 `Catalog`, so the unit tests run each branch against a fake warehouse.
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, RunInterruptedError
 from dbt.adapters.openmirror.planning import hash_diff
@@ -66,10 +67,10 @@ class MirrorRun:
         self.empty = empty
         self.relations = RunRelations.of(this, self.publishes)
         #: What the run warned about: logged as it happens, reported with its result.
-        self.warnings: List[str] = []
-        self._lease: Optional[Lease] = None
-        self._heartbeat: Optional[Heartbeat] = None
-        self._staging: List[Staging] = []
+        self.warnings: list[str] = []
+        self._lease: Lease | None = None
+        self._heartbeat: Heartbeat | None = None
+        self._staging: list[Staging] = []
 
     @property
     def publishes(self) -> bool:
@@ -88,7 +89,7 @@ class MirrorRun:
             self._acquire_lease()
             self._recover()
 
-    def publish(self, existing: Optional[Any]) -> OpenMirrorResponse:
+    def publish(self, existing: Any | None) -> OpenMirrorResponse:
         """The model output is built as `relations.new_output`; `existing` is `{{ this }}` as
         dbt's cache knows it (None on a first run)."""
         relations, catalog = self.relations, self.context.catalog
@@ -102,7 +103,13 @@ class MirrorRun:
         plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
         self._drop_ignored_columns(plan)
         diff = SnapshotDiff(
-            self.context.statements, catalog, self.mirror, relations, self.run_id, self._warn, self.context.debug,
+            self.context.statements,
+            catalog,
+            self.mirror,
+            relations,
+            self.run_id,
+            self._warn,
+            self.context.debug,
         )
         change = diff.change_rows(plan, snapshot, existing, diff.key_hashes(plan))
         if self.dry_run:
@@ -134,7 +141,11 @@ class MirrorRun:
     def _acquire_lease(self) -> None:
         mirror, leases = self.mirror, self.context.leases
         lease = leases.acquire(
-            mirror.table_folder, self.run_id, mirror.model, mirror.lease_ttl_seconds, mirror.lease_wait_seconds,
+            mirror.table_folder,
+            self.run_id,
+            mirror.model,
+            mirror.lease_ttl_seconds,
+            mirror.lease_wait_seconds,
         )
         self._lease = lease
         if lease.taken_from is not None:
@@ -143,7 +154,9 @@ class MirrorRun:
                 f"{lease.taken_from.describe()}, which is no longer running"
             )
         self._heartbeat = Heartbeat(
-            leases, lease, mirror.lease_ttl_seconds,
+            leases,
+            lease,
+            mirror.lease_ttl_seconds,
             lambda exc: self.context.warning(f"Model '{mirror.model}': could not renew its lease: {exc}"),
         )
 
@@ -180,7 +193,7 @@ class MirrorRun:
         if lease.taken_from is not None:
             self.context.publisher.discard(scratch_path(lease.taken_from.run_id))
 
-    def _run_id_of(self, relation: Any) -> Optional[str]:
+    def _run_id_of(self, relation: Any) -> str | None:
         record = self._snapshot_record(self.context.catalog.find(relation))
         return record.run_id if record else None
 
@@ -191,7 +204,7 @@ class MirrorRun:
 
     # -- the output's columns and keys, and the plan ---------------------------------------------
 
-    def _key_columns(self, columns: Sequence[ColumnSpec]) -> List[str]:
+    def _key_columns(self, columns: Sequence[ColumnSpec]) -> list[str]:
         """The key columns as the model spells them, after checking the output's column names
         and the key's types."""
         names = [c.name for c in columns]
@@ -202,7 +215,7 @@ class MirrorRun:
             self._warn(warning)
         return key_columns
 
-    def _snapshot_record(self, relation: Optional[Any]) -> Optional[SnapshotRecord]:
+    def _snapshot_record(self, relation: Any | None) -> SnapshotRecord | None:
         if relation is None:
             return None
         return snapshot_record(table_properties(self.context.statements, relation))
@@ -212,16 +225,22 @@ class MirrorRun:
 
     def _plan(
         self,
-        key_columns: List[str],
+        key_columns: list[str],
         state: TableFolderState,
-        snapshot: Optional[SnapshotRecord],
-        previous_columns: Optional[List[ColumnSpec]],
-        new_columns: List[ColumnSpec],
+        snapshot: SnapshotRecord | None,
+        previous_columns: list[ColumnSpec] | None,
+        new_columns: list[ColumnSpec],
     ) -> RunPlan:
         mirror = self.mirror
         plan = plan_run(
-            self._destination(str(self.relations.target)), key_columns, state, snapshot, self.full_refresh,
-            previous_columns, new_columns, mirror.on_schema_change,
+            self._destination(str(self.relations.target)),
+            key_columns,
+            state,
+            snapshot,
+            self.full_refresh,
+            previous_columns,
+            new_columns,
+            mirror.on_schema_change,
         )
         if plan.unexpected:
             action = "rebuilding" if plan.mode == REBUILD else "loading in full"
@@ -245,7 +264,10 @@ class MirrorRun:
         projected = beside(relation, "__om_projected")
         catalog.drop(projected)
         self.context.statements.execute(
-            "openmirror_project_columns_sql", target=str(projected), source=str(relation), columns=columns,
+            "openmirror_project_columns_sql",
+            target=str(projected),
+            source=str(relation),
+            columns=columns,
         )
         catalog.drop(relation)
         catalog.rename(projected, relation)
@@ -261,28 +283,45 @@ class MirrorRun:
         statements, mirror = self.context.statements, self.mirror
         statements.execute("openmirror_parquet_timestamps_sql")
         statements.execute(
-            "openmirror_write_files_sql", uri=staging.uri, select_sql=change.select_sql,
-            compression=mirror.parquet_compression, max_rows_per_file=mirror.max_rows_per_file,
-            writers=change.writers, shuffle=change.shuffle,
+            "openmirror_write_files_sql",
+            uri=staging.uri,
+            select_sql=change.select_sql,
+            compression=mirror.parquet_compression,
+            max_rows_per_file=mirror.max_rows_per_file,
+            writers=change.writers,
+            shuffle=change.shuffle,
         )
         return staging
 
-    def _marker_counts(self, plan: RunPlan, staging: Staging) -> Dict[int, int]:
+    def _marker_counts(self, plan: RunPlan, staging: Staging) -> dict[int, int]:
         rows = self.context.statements.query(
-            "openmirror_marker_counts_sql", uri=staging.uri, full_load=plan.mode != INCREMENTAL,
+            "openmirror_marker_counts_sql",
+            uri=staging.uri,
+            full_load=plan.mode != INCREMENTAL,
             change_markers=self.mirror.change_markers,
         )
         return {int(row[0]): int(row[1]) for row in rows}
 
     def _prepare_publish(
-        self, plan: RunPlan, staging: Staging, state: TableFolderState, counts: Dict[int, int],
+        self,
+        plan: RunPlan,
+        staging: Staging,
+        state: TableFolderState,
+        counts: dict[int, int],
     ) -> PendingPublish:
         """Which staged file becomes which number; nothing is published yet."""
         publisher = self.context.publisher
         try:
             return publisher.prepare(
-                self.mirror.table_folder, plan.key_columns, staging.path, state, sum(counts.values()),
-                self.mirror.model, self.run_id, full_load=plan.mode != INCREMENTAL, rebuild=plan.mode == REBUILD,
+                self.mirror.table_folder,
+                plan.key_columns,
+                staging.path,
+                state,
+                sum(counts.values()),
+                self.mirror.model,
+                self.run_id,
+                full_load=plan.mode != INCREMENTAL,
+                rebuild=plan.mode == REBUILD,
                 owner=str(self.relations.target),
             )
         except Exception:
@@ -298,7 +337,10 @@ class MirrorRun:
             statements.execute("openmirror_keep_columns_sql", relation=new, kept=plan.schema.kept)
         published = [c.published_name for c in (*plan.schema.columns, *plan.schema.kept)]
         properties = snapshot_properties(
-            self._destination(pending.owner or ""), pending.last_sequence_number, pending.run_id, published,
+            self._destination(pending.owner or ""),
+            pending.last_sequence_number,
+            pending.run_id,
+            published,
             held=self.mirror.publish == AFTER_TESTS,
         )
         statements.execute("openmirror_snapshot_record_sql", relation=new, properties=properties)
@@ -319,7 +361,10 @@ class MirrorRun:
             raise
         sequence = PublishSequence(publisher, self.context.leases.fence(self._held_lease()))
         return sequence.publish(
-            pending, self.mirror.rebuild_wait_seconds, make_snapshot=self._make_snapshot, if_refused=discard,
+            pending,
+            self.mirror.rebuild_wait_seconds,
+            make_snapshot=self._make_snapshot,
+            if_refused=discard,
         )
 
     def _make_snapshot(self) -> None:
@@ -359,14 +404,17 @@ class MirrorRun:
 
     # -- what the run reports --------------------------------------------------------------------
 
-    def _response(self, plan: RunPlan, counts: Dict[int, int], files: List[str]) -> OpenMirrorResponse:
+    def _response(self, plan: RunPlan, counts: dict[int, int], files: list[str]) -> OpenMirrorResponse:
         response = publish_response(counts, files, self.mirror.table_folder, plan.mode, list(self.warnings))
         if self.mirror.publish == AFTER_TESTS:
             response._message = f"held: {response._message}, published after its tests pass"
         return response
 
     def _check_empty(
-        self, existing: Optional[Any], new_columns: List[ColumnSpec], previous_columns: Optional[List[ColumnSpec]],
+        self,
+        existing: Any | None,
+        new_columns: list[ColumnSpec],
+        previous_columns: list[ColumnSpec] | None,
     ) -> OpenMirrorResponse:
         """`dbt run --empty` builds the model with no rows: its columns and key are checked as a
         run would check them, and nothing is published (an empty output would delete every row).
@@ -382,7 +430,9 @@ class MirrorRun:
             catalog.drop(relations.new_output)
         return OpenMirrorResponse(
             _message=f"--empty: columns and unique_key checked, nothing published to {mirror.table_folder}",
-            code="OPEN_MIRROR", table_folder=mirror.table_folder, mode="empty",
+            code="OPEN_MIRROR",
+            table_folder=mirror.table_folder,
+            mode="empty",
         )
 
     def _report_dry_run(self, plan: RunPlan, state: TableFolderState, change: ChangeRows) -> OpenMirrorResponse:
@@ -392,7 +442,9 @@ class MirrorRun:
         mirror = self.mirror
         full_load = plan.mode != INCREMENTAL
         rows = self.context.statements.query(
-            "openmirror_count_markers_sql", source=f"({change.select_sql}) change_rows", full_load=full_load,
+            "openmirror_count_markers_sql",
+            source=f"({change.select_sql}) change_rows",
+            full_load=full_load,
             change_markers=mirror.change_markers,
         )
         counts = {int(row[0]): int(row[1]) for row in rows}

@@ -1,7 +1,7 @@
 """What a run reports: the run line and `run_results.json`'s adapter_response."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
@@ -14,20 +14,20 @@ class OpenMirrorResponse(AdapterResponse):
     updates: int = 0
     deletes: int = 0
     upserts: int = 0
-    files: List[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     table_folder: str = ""
     mode: str = ""
     #: What the run warned about (a rebuild, a full reload, a recovery, ...).
-    warnings: List[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
-def _file_span(table_folder: str, files: List[str]) -> str:
+def _file_span(table_folder: str, files: list[str]) -> str:
     if len(files) == 1:
         return f"{table_folder}/{files[0]}"
     return f"{table_folder}/{files[0]} .. {files[-1]} ({len(files)} files)"
 
 
-def describe_change(counts: Dict[int, int], files: List[str], table_folder: str) -> str:
+def describe_change(counts: dict[int, int], files: list[str], table_folder: str) -> str:
     """E.g. `+3 ~2 -1 -> sales.schema/orders/00000000000000000007.parquet`."""
     inserts, updates = counts.get(INSERT, 0), counts.get(UPDATE, 0)
     deletes, upserts = counts.get(DELETE, 0), counts.get(UPSERT, 0)
@@ -38,7 +38,11 @@ def describe_change(counts: Dict[int, int], files: List[str], table_folder: str)
 
 
 def publish_response(
-    counts: Dict[int, int], files: List[str], table_folder: str, mode: str, warnings: Sequence[str] = (),
+    counts: dict[int, int],
+    files: list[str],
+    table_folder: str,
+    mode: str,
+    warnings: Sequence[str] = (),
 ) -> OpenMirrorResponse:
     message = describe_change(counts, files, table_folder)
     if mode == "rebuild":

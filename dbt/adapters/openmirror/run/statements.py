@@ -5,11 +5,12 @@ and the relations they touch kept in dbt's relation cache.
 unit tests over a fake warehouse.
 """
 
-from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
-Row = Tuple[Any, ...]
+Row = tuple[Any, ...]
 
 
 class Statements(Protocol):
@@ -19,15 +20,15 @@ class Statements(Protocol):
 
     def execute(self, macro: str, **values: Any) -> None: ...
 
-    def query(self, macro: str, **values: Any) -> List[Row]: ...
+    def query(self, macro: str, **values: Any) -> list[Row]: ...
 
 
 class Catalog(Protocol):
     """Relations as dbt's cache knows them (renames and drops keep it true)."""
 
-    def find(self, relation: Any) -> Optional[Any]: ...
+    def find(self, relation: Any) -> Any | None: ...
 
-    def columns(self, relation: Any) -> List[ColumnSpec]: ...
+    def columns(self, relation: Any) -> list[ColumnSpec]: ...
 
     def drop(self, relation: Any) -> None: ...
 
@@ -51,7 +52,7 @@ class AdapterStatements:
     def execute(self, macro: str, **values: Any) -> None:
         self.adapter.execute(self.render(macro, **values))
 
-    def query(self, macro: str, **values: Any) -> List[Row]:
+    def query(self, macro: str, **values: Any) -> list[Row]:
         _, table = self.adapter.execute(self.render(macro, **values), fetch=True)
         return [tuple(row) for row in table]
 
@@ -63,10 +64,10 @@ class AdapterCatalog:
         self.adapter = adapter
         self.statements = statements
 
-    def find(self, relation: Any) -> Optional[Any]:
+    def find(self, relation: Any) -> Any | None:
         return self.adapter.get_relation(relation.database, relation.schema, relation.identifier)
 
-    def columns(self, relation: Any) -> List[ColumnSpec]:
+    def columns(self, relation: Any) -> list[ColumnSpec]:
         return [ColumnSpec(c.column, c.dtype) for c in self.adapter.get_columns_in_relation(relation)]
 
     def drop(self, relation: Any) -> None:
@@ -98,7 +99,7 @@ class AdapterCatalog:
                 self.adapter.cache_added(current)
 
 
-def table_properties(statements: Statements, relation: Any) -> Dict[str, str]:
+def table_properties(statements: Statements, relation: Any) -> dict[str, str]:
     """A table's properties (`show tblproperties`)."""
     rows = statements.query("openmirror_show_properties_sql", relation=str(relation))
     return {str(row[0]): str(row[1]) for row in rows}

@@ -62,7 +62,7 @@ def _throwables(text: str) -> list[tuple[str | None, str]]:
     in_frames = False
     for line in text.splitlines():
         if line.startswith("Caused by: "):
-            sections.append([line[len("Caused by: "):]])
+            sections.append([line[len("Caused by: ") :]])
             in_frames = False
         elif _FRAME.match(line):
             in_frames = True

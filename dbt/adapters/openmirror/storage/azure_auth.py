@@ -5,7 +5,7 @@ the one OneLake accepts (spec section 6).
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 
@@ -18,9 +18,9 @@ MASK = "****"
 @dataclass(frozen=True)
 class AzureAuth:
     method: str = DEFAULT
-    tenant_id: Optional[str] = None
-    client_id: Optional[str] = None
-    client_secret: Optional[str] = field(default=None, repr=False)
+    tenant_id: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.method not in AUTH_METHODS:
@@ -30,12 +30,10 @@ class AzureAuth:
         if self.method == SERVICE_PRINCIPAL:
             missing = [n for n in ("tenant_id", "client_id", "client_secret") if not getattr(self, n)]
             if missing:
-                raise LandingZoneConfigError(
-                    f"auth: service_principal needs {', '.join(missing)} in the profile"
-                )
+                raise LandingZoneConfigError(f"auth: service_principal needs {', '.join(missing)} in the profile")
 
     @property
-    def secrets(self) -> Tuple[str, ...]:
+    def secrets(self) -> tuple[str, ...]:
         return tuple(s for s in (self.client_secret,) if s)
 
     def mask(self, text: str) -> str:
@@ -50,12 +48,12 @@ def token_credential(auth: AzureAuth) -> Any:
     import azure.identity as identity
 
     if auth.method == SERVICE_PRINCIPAL:
+        # AzureAuth refuses a service principal without all three (its __post_init__).
+        assert auth.tenant_id and auth.client_id and auth.client_secret
         return identity.ClientSecretCredential(auth.tenant_id, auth.client_id, auth.client_secret)
     if auth.method == MANAGED_IDENTITY:
-        return identity.ManagedIdentityCredential(**({"client_id": auth.client_id} if auth.client_id else {}))
+        return identity.ManagedIdentityCredential(client_id=auth.client_id or None)
     if auth.method == CLI:
-        return identity.AzureCliCredential(**({"tenant_id": auth.tenant_id} if auth.tenant_id else {}))
+        return identity.AzureCliCredential(tenant_id=auth.tenant_id or "")
     # The chain reads AZURE_TENANT_ID and friends itself; client_id picks a user-assigned identity.
-    return identity.DefaultAzureCredential(
-        **({"managed_identity_client_id": auth.client_id} if auth.client_id else {})
-    )
+    return identity.DefaultAzureCredential(**({"managed_identity_client_id": auth.client_id} if auth.client_id else {}))

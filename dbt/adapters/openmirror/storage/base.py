@@ -15,7 +15,10 @@ def deletable(path: str, location: str) -> PurePosixPath:
     relative = PurePosixPath(path)
     parts = relative.parts
     if (
-        relative.is_absolute() or not parts or ".." in parts or "\\" in path
+        relative.is_absolute()
+        or not parts
+        or ".." in parts
+        or "\\" in path
         or (len(parts) == 1 and parts[0].lower() == SCRATCH_FOLDER.lower())
     ):
         raise UnsafePathError(

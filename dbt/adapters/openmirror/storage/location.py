@@ -96,8 +96,7 @@ def _segments(path: str, landing_zone: str) -> list[str]:
     for segment in segments:
         if segment in (".", "..") or _BAD_SEGMENT.search(segment):
             raise LandingZoneConfigError(
-                f"landing_zone {landing_zone!r}: the path segment {segment!r} cannot be part of a "
-                "landing zone path"
+                f"landing_zone {landing_zone!r}: the path segment {segment!r} cannot be part of a landing zone path"
             )
     return segments
 

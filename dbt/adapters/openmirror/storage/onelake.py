@@ -158,9 +158,16 @@ class OneLakeStorage(LandingZoneStorage):
         def files() -> list[StoredFile]:
             paths = self._filesystem.get_paths(path=full or None, recursive=False)
             return sorted(
-                (StoredFile(p.name.rsplit("/", 1)[-1], bool(p.is_directory), p.content_length or 0,
-                            p.last_modified.timestamp())
-                 for p in paths if p.name.strip("/") != full),
+                (
+                    StoredFile(
+                        p.name.rsplit("/", 1)[-1],
+                        bool(p.is_directory),
+                        p.content_length or 0,
+                        p.last_modified.timestamp(),
+                    )
+                    for p in paths
+                    if p.name.strip("/") != full
+                ),
                 key=lambda f: f.name,
             )
 
@@ -286,7 +293,10 @@ class OneLakeStorage(LandingZoneStorage):
         def upload() -> None:
             with open(local_path, "rb") as stream:  # streamed chunk by chunk, never read whole
                 client.upload_data(
-                    stream, length=length, overwrite=True, chunk_size=self.upload_chunk_bytes,
+                    stream,
+                    length=length,
+                    overwrite=True,
+                    chunk_size=self.upload_chunk_bytes,
                     max_concurrency=self.upload_concurrency,
                 )
 
@@ -435,4 +445,3 @@ def _describe(exc: HttpResponseError) -> str:
 
 def _raise_for(response: Any) -> None:
     raise HttpResponseError(response=response)
-

@@ -9,26 +9,25 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
+from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
-from dbt.adapters.openmirror.rules.landing_zone import METADATA_FILE, parse_sequence_number, table_folders
+from dbt.adapters.openmirror.package.publish import PackagePublisher, staged_runs
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
-from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
-from dbt.adapters.openmirror.tools.local_mirror.status import STATUS_FILE, TableStatus
-from dbt.adapters.openmirror.rules.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
+from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
+from dbt.adapters.openmirror.rules.landing_zone import METADATA_FILE, parse_sequence_number, table_folders
+from dbt.adapters.openmirror.rules.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.rules.monitoring import (
     REPLICATOR_FILE,
     TABLES_FILE,
     describe_replicator,
     parse_tables,
 )
-from dbt.adapters.openmirror.package.publish import PackagePublisher, staged_runs
-from dbt.adapters.openmirror.publishing.publisher import Publisher
-from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
+from dbt.adapters.openmirror.tools.local_mirror.status import STATUS_FILE, TableStatus
 from dbt.adapters.openmirror.tools.validate import ERROR, validate
 from dbt.adapters.openmirror.tools.webhook import DEFAULT_MAX_AGE_SECONDS, WebhookReceiver
 
@@ -57,8 +56,10 @@ def _pause(seconds: float) -> None:
 
 def _publish(args: argparse.Namespace) -> int:
     publisher = PackagePublisher(
-        _landing_zone(args), lease_wait_seconds=args.lease_wait_seconds,
-        rebuild_wait_seconds=args.rebuild_wait_seconds, log=lambda line: print(line, flush=True),
+        _landing_zone(args),
+        lease_wait_seconds=args.lease_wait_seconds,
+        rebuild_wait_seconds=args.rebuild_wait_seconds,
+        log=lambda line: print(line, flush=True),
     )
     if not args.watch:
         published = publisher.publish()
@@ -92,9 +93,9 @@ def _replay_watch(mirror: LocalMirror, interval: float) -> int:
     """Poll until Ctrl-C or SIGTERM (the poll under way finishes first; a second signal stops at
     once), printing each table's line when it changes and the tables dropped."""
     stop = threading.Event()
-    shown: Dict[Tuple[str, str], str] = {}
+    shown: dict[tuple[str, str], str] = {}
 
-    def report(statuses: List[TableStatus]) -> None:
+    def report(statuses: list[TableStatus]) -> None:
         current = {(s.sourceSchemaName, s.sourceTableName): s.describe() for s in statuses}
         for key in sorted(set(shown) - set(current)):
             print(f"{key[0]}.{key[1]}: dropped (its folder was deleted)", flush=True)
@@ -122,7 +123,7 @@ def _replay_watch(mirror: LocalMirror, interval: float) -> int:
     return 0
 
 
-def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> Tuple[str, Optional[str], Optional[str]]:
+def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> tuple[str, str | None, str | None]:
     """(where from, tables.json text, replicator.json text): the local mirror's with --target,
     otherwise the service's Files/Monitoring beside the landing zone."""
     if args.target:
@@ -152,10 +153,10 @@ def _status(args: argparse.Namespace) -> int:
         print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
         for note in _publisher_notes(leases, folder, state):
             print(f"    {note}")
-    waiting = staged_runs(storage)
-    if waiting:
+    staged = staged_runs(storage)
+    if staged:
         print("staged by package mode, not yet published (run `dbt-openmirror publish`):")
-    for run in waiting:
+    for run in staged:
         print(f"    {run.table_folder}: {run.describe()}, {run.state} at {run.recorded_at:%Y-%m-%d %H:%M:%S} UTC")
     return 0
 
@@ -170,7 +171,7 @@ def _waiting_files(storage: LandingZoneStorage, folder: str) -> int:
     return sum(1 for n in names if parse_sequence_number(n, metadata.extension) is not None)
 
 
-def _publisher_notes(leases: LeaseManager, folder: str, state) -> List[str]:
+def _publisher_notes(leases: LeaseManager, folder: str, state: TableFolderState) -> list[str]:
     """Who is publishing the table now, and a publish an interrupted run left unfinished."""
     notes = []
     lease = leases.current(folder)
@@ -205,12 +206,17 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
             "(it is not accepted on the command line)"
         )
     publisher = PackagePublisher(
-        _landing_zone(args), rebuild_wait_seconds=args.rebuild_wait_seconds,
+        _landing_zone(args),
+        rebuild_wait_seconds=args.rebuild_wait_seconds,
         log=logging.getLogger("dbt-openmirror").info,
     )
     return WebhookReceiver(
-        publisher.publish, secret.encode(), args.host, args.port,
-        max_age_seconds=args.max_age_seconds, job_ids=args.job_id or (),
+        publisher.publish,
+        secret.encode(),
+        args.host,
+        args.port,
+        max_age_seconds=args.max_age_seconds,
+        job_ids=args.job_id or (),
     )
 
 
@@ -233,7 +239,9 @@ def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
         help="landing zone: a folder, a file:// URL, a OneLake / ADLS Gen2 https:// URL or its abfss:// form",
     )
     command.add_argument(
-        "--auth", choices=AUTH_METHODS, default=DEFAULT,
+        "--auth",
+        choices=AUTH_METHODS,
+        default=DEFAULT,
         help="OneLake sign-in (service_principal reads the secret from AZURE_CLIENT_SECRET)",
     )
     command.add_argument("--tenant-id", help="OneLake: tenant of the service principal or CLI login")
@@ -242,9 +250,11 @@ def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
 
 def _rebuild_wait_argument(command: argparse.ArgumentParser) -> None:
     command.add_argument(
-        "--rebuild-wait-seconds", type=float, default=DEFAULT_REBUILD_WAIT_SECONDS,
+        "--rebuild-wait-seconds",
+        type=float,
+        default=DEFAULT_REBUILD_WAIT_SECONDS,
         help="how long a full load waits for the mirroring service to drop the old table (and an "
-             f"incremental run for it to list the table again); default {DEFAULT_REBUILD_WAIT_SECONDS}",
+        f"incremental run for it to list the table again); default {DEFAULT_REBUILD_WAIT_SECONDS}",
     )
 
 
@@ -260,14 +270,14 @@ def parser() -> argparse.ArgumentParser:
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
     _landing_zone_arguments(check)
     check.set_defaults(run=_validate)
-    publish = commands.add_parser(
-        "publish", help="publish the runs package mode staged, in order, exactly once"
-    )
+    publish = commands.add_parser("publish", help="publish the runs package mode staged, in order, exactly once")
     _landing_zone_arguments(publish)
     publish.add_argument("--watch", action="store_true", help="keep publishing every --interval seconds")
     publish.add_argument("--interval", type=float, default=60.0, help="seconds between polls with --watch")
     publish.add_argument(
-        "--lease-wait-seconds", type=float, default=0.0,
+        "--lease-wait-seconds",
+        type=float,
+        default=0.0,
         help="wait this long for a table another publisher holds (default: fail at once)",
     )
     _rebuild_wait_argument(publish)
@@ -281,17 +291,22 @@ def parser() -> argparse.ArgumentParser:
     webhook = commands.add_parser(
         "webhook",
         help=f"receive dbt Cloud's job.run.completed webhook and publish the staged runs "
-             f"(secret from {WEBHOOK_SECRET_VARIABLE})",
+        f"(secret from {WEBHOOK_SECRET_VARIABLE})",
     )
     _landing_zone_arguments(webhook)
     webhook.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     webhook.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     webhook.add_argument(
-        "--job-id", type=int, action="append", metavar="N",
+        "--job-id",
+        type=int,
+        action="append",
+        metavar="N",
         help="publish only after these dbt Cloud jobs (repeatable; default: every job)",
     )
     webhook.add_argument(
-        "--max-age-seconds", type=float, default=DEFAULT_MAX_AGE_SECONDS,
+        "--max-age-seconds",
+        type=float,
+        default=DEFAULT_MAX_AGE_SECONDS,
         help=f"refuse events whose timestamp is further from now (default {DEFAULT_MAX_AGE_SECONDS})",
     )
     _rebuild_wait_argument(webhook)
@@ -299,7 +314,7 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)

@@ -65,8 +65,9 @@ class ConnectionSlots:
             if len(self._open) >= self._limit:
                 receiving = [c for c in self._open.values() if c.receiving and not c.evicted]
                 if receiving:
-                    logger.warning("closing the oldest connection still sending its request: all %d are taken",
-                                   self._limit)
+                    logger.warning(
+                        "closing the oldest connection still sending its request: all %d are taken", self._limit
+                    )
                     min(receiving, key=lambda c: c.deadline).evict()
                 if not self._changed.wait_for(lambda: len(self._open) < self._limit, _SLOT_WAIT_SECONDS):
                     return False
@@ -129,9 +130,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     # retried by its client only after a second or more; `slots` decides who is served instead.
     request_queue_size = 128
 
-    def __init__(
-        self, address: tuple[str, int], handler: type[BaseRequestHandler], slots: ConnectionSlots
-    ) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BaseRequestHandler], slots: ConnectionSlots) -> None:
         self.slots = slots
         super().__init__(address, handler)
 

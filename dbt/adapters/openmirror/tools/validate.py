@@ -138,8 +138,12 @@ class LandingZoneValidator:
         published = _published_keys(self.storage.read_text(f"{folder}/{PUBLISH_RECORD_FILE}"))
         keys = list(parsed.metadata.key_columns)
         if published is not None and published != keys:
-            self._add(ERROR, where, f"keyColumns {keys} differ from {published} that the files were "
-                      "published with: the key of a table can never change")
+            self._add(
+                ERROR,
+                where,
+                f"keyColumns {keys} differ from {published} that the files were "
+                "published with: the key of a table can never change",
+            )
         return parsed.metadata
 
     def _table_folder(self, folder: str) -> None:
@@ -159,8 +163,9 @@ class LandingZoneValidator:
         for data_file in order:
             self._data_file(data_file, metadata, state)
 
-    def _by_number(self, folder: str, files: list[StoredFile], processed: dict[str, DataFile],
-                   metadata: TableMetadata) -> list[DataFile]:
+    def _by_number(
+        self, folder: str, files: list[StoredFile], processed: dict[str, DataFile], metadata: TableMetadata
+    ) -> list[DataFile]:
         extension = metadata.extension
         numbers: dict[int, DataFile] = {}
         for file in files:
@@ -177,16 +182,21 @@ class LandingZoneValidator:
                 numbers.setdefault(number, data_file)
         ordered = sorted(numbers)
         if ordered and ordered[0] != 1:
-            self._add(ERROR, folder, f"{1:020d}.{extension} is missing: numbering starts at 1, and every "
-                      "later file waits for it")
+            self._add(
+                ERROR,
+                folder,
+                f"{1:020d}.{extension} is missing: numbering starts at 1, and every later file waits for it",
+            )
         for before, after in pairwise(ordered):
             if after != before + 1:
-                self._add(ERROR, folder, f"{before + 1:020d}.{extension} is missing: every later file waits "
-                          "behind the gap")
+                self._add(
+                    ERROR, folder, f"{before + 1:020d}.{extension} is missing: every later file waits behind the gap"
+                )
         return [numbers[n] for n in ordered]
 
-    def _by_update_time(self, folder: str, files: list[StoredFile], processed: dict[str, DataFile],
-                        metadata: TableMetadata) -> list[DataFile]:
+    def _by_update_time(
+        self, folder: str, files: list[StoredFile], processed: dict[str, DataFile], metadata: TableMetadata
+    ) -> list[DataFile]:
         extension = metadata.extension
         pending = []
         for file in files:
@@ -194,17 +204,27 @@ class LandingZoneValidator:
             if file.is_folder or not file.name.endswith(f".{extension}"):
                 self._add(WARNING, path, f"not a .{extension} file: the mirror does not apply it")
             elif file.name in processed:
-                self._add(WARNING, path, "a file of this name was already processed: the service never "
-                          "applies a path twice, so this one is ignored")
+                self._add(
+                    WARNING,
+                    path,
+                    "a file of this name was already processed: the service never "
+                    "applies a path twice, so this one is ignored",
+                )
             else:
                 pending.append(DataFile(path, file, pending=True))
         pending.sort(key=lambda d: (d.file.last_modified, d.file.name))
         for before, after in pairwise(pending):
             if before.file.last_modified == after.file.last_modified:
-                self._add(WARNING, after.path, f"same last-modified time as {before.file.name}: the order in "
-                          "which the service applies them is undefined")
-        done = sorted((d for d in processed.values() if d.file.name.endswith(f".{extension}")),
-                      key=lambda d: (d.file.last_modified, d.file.name))
+                self._add(
+                    WARNING,
+                    after.path,
+                    f"same last-modified time as {before.file.name}: the order in "
+                    "which the service applies them is undefined",
+                )
+        done = sorted(
+            (d for d in processed.values() if d.file.name.endswith(f".{extension}")),
+            key=lambda d: (d.file.last_modified, d.file.name),
+        )
         return done + pending
 
     # -- one data file -------------------------------------------------------------------------
@@ -213,8 +233,11 @@ class LandingZoneValidator:
         path = data_file.path
         if data_file.file.size == 0:
             if data_file.pending:
-                self._add(ERROR, path, "zero-byte file: the table stalls on it (replace it with a valid file "
-                          "of the same name)")
+                self._add(
+                    ERROR,
+                    path,
+                    "zero-byte file: the table stalls on it (replace it with a valid file of the same name)",
+                )
             return
         try:
             with self.storage.open_read(path) as handle:
@@ -246,13 +269,20 @@ class LandingZoneValidator:
         keys = list(metadata.key_columns)
         if ROW_MARKER not in names:
             if state.marked and keys and not metadata.upsert_default:
-                self._add(WARNING, path, f"no {ROW_MARKER} column after {state.marked}, which has one: every row "
-                          "is an INSERT, so keys already in the table are duplicated")
+                self._add(
+                    WARNING,
+                    path,
+                    f"no {ROW_MARKER} column after {state.marked}, which has one: every row "
+                    "is an INSERT, so keys already in the table are duplicated",
+                )
         else:
             state.marked = state.marked or path.rsplit("/", 1)[-1]
             if schema.field(ROW_MARKER).type != pa.int32():
-                self._add(WARNING, path, f"{ROW_MARKER} is {schema.field(ROW_MARKER).type}; int32 is what the "
-                          "mirror's samples write")
+                self._add(
+                    WARNING,
+                    path,
+                    f"{ROW_MARKER} is {schema.field(ROW_MARKER).type}; int32 is what the mirror's samples write",
+                )
             if names[-1] != ROW_MARKER:
                 self._add(WARNING, path, f"{ROW_MARKER} is not the last column, as the current documentation asks")
         missing = [k for k in keys if k not in names]

@@ -138,8 +138,11 @@ def parse_event(body: bytes) -> WebhookEvent:
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
         raise Rejected(400, "the body is not a dbt Cloud event (no 'data' object)")
     data = payload["data"]
-    for name, value in (("eventId", payload.get("eventId")), ("eventType", payload.get("eventType")),
-                        ("timestamp", payload.get("timestamp"))):
+    for name, value in (
+        ("eventId", payload.get("eventId")),
+        ("eventType", payload.get("eventType")),
+        ("timestamp", payload.get("timestamp")),
+    ):
         if not isinstance(value, str) or not value:
             raise Rejected(400, f"the event has no '{name}' string")
     job_id = _scalar_text(data.get("jobId"))
@@ -150,8 +153,12 @@ def parse_event(body: bytes) -> WebhookEvent:
     except ValueError as exc:
         raise Rejected(400, str(exc)) from None
     return WebhookEvent(
-        payload["eventId"], payload["eventType"], timestamp, job_id,
-        _scalar_text(data.get("runId")), _scalar_text(data.get("runStatus")),
+        payload["eventId"],
+        payload["eventType"],
+        timestamp,
+        job_id,
+        _scalar_text(data.get("runId")),
+        _scalar_text(data.get("runStatus")),
     )
 
 
@@ -347,8 +354,9 @@ class _WebhookHandler(BoundedRequestHandler):
                 raise Rejected(404, "not found")
             status, message = receiver.receive(self.headers.get("Authorization"), body)
         except Rejected as refusal:
-            logger.warning("refused %s %s: %s (%d)",
-                           self.command, loggable(self.path), loggable(refusal.reason), refusal.status)
+            logger.warning(
+                "refused %s %s: %s (%d)", self.command, loggable(self.path), loggable(refusal.reason), refusal.status
+            )
             status, message = refusal.status, refusal.reason
         self._answer(status, message)
 

@@ -100,7 +100,10 @@ class MirroredTable:
         """A new table holding `rows` (the table's columns, no marker): one commit with the data,
         then column mapping when a name needs it."""
         write_deltalake(
-            str(path), rows.cast(columns.arrow_schema()), mode="error", configuration=TABLE_PROPERTIES,
+            str(path),
+            rows.cast(columns.arrow_schema()),
+            mode="error",
+            configuration=TABLE_PROPERTIES,
             commit_properties=applied.commit(),
         )
         table = cls(path)
@@ -159,8 +162,7 @@ class MirroredTable:
         predicate = " and ".join(f"t.{_backquoted(k)} = s.{_backquoted(k)}" for k in keys)
         marker = f"s.{_backquoted(ROW_MARKER)}"
         (
-            self.delta.merge(changes, predicate, source_alias="s", target_alias="t",
-                             commit_properties=applied.commit())
+            self.delta.merge(changes, predicate, source_alias="s", target_alias="t", commit_properties=applied.commit())
             .when_matched_delete(predicate=f"{marker} = {DELETE}")
             .when_matched_update_all(predicate=f"{marker} <> {INSERT}", except_cols=[ROW_MARKER])
             .when_not_matched_insert_all(predicate=f"{marker} <> {DELETE}", except_cols=[ROW_MARKER])
@@ -184,11 +186,16 @@ class MirroredTable:
         schema = json.loads(self.delta.schema().to_json())
         configuration = dict(metadata.configuration)
         names = [c["name"] for c in schema["fields"]] + [c.name for c in added]
-        actions: list[dict[str, Any]] = [{"commitInfo": {
-            "timestamp": int(time.time() * 1000), "operation": "ADD COLUMNS" if added else "SET TBLPROPERTIES",
-            "operationParameters": {"columns": json.dumps([c.name for c in added])},
-            "clientVersion": "dbt-openmirror",
-        }}]
+        actions: list[dict[str, Any]] = [
+            {
+                "commitInfo": {
+                    "timestamp": int(time.time() * 1000),
+                    "operation": "ADD COLUMNS" if added else "SET TBLPROPERTIES",
+                    "operationParameters": {"columns": json.dumps([c.name for c in added])},
+                    "clientVersion": "dbt-openmirror",
+                }
+            }
+        ]
         if MAPPING_MODE not in configuration and any(needs_column_mapping(n) for n in names):
             actions.append({"protocol": self._with_column_mapping()})
             configuration[MAPPING_MODE] = "name"
@@ -202,12 +209,20 @@ class MirroredTable:
                 configuration[MAX_COLUMN_ID] = str(column_id)
                 described["metadata"] = {FIELD_ID: column_id, PHYSICAL_NAME: f"col-{uuid.uuid4()}"}
             schema["fields"].append(described)
-        actions.append({"metaData": {
-            "id": metadata.id, "name": metadata.name, "description": metadata.description,
-            "format": {"provider": "parquet", "options": {}}, "schemaString": json.dumps(schema),
-            "partitionColumns": list(metadata.partition_columns), "configuration": configuration,
-            "createdTime": metadata.created_time,
-        }})
+        actions.append(
+            {
+                "metaData": {
+                    "id": metadata.id,
+                    "name": metadata.name,
+                    "description": metadata.description,
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": json.dumps(schema),
+                    "partitionColumns": list(metadata.partition_columns),
+                    "configuration": configuration,
+                    "createdTime": metadata.created_time,
+                }
+            }
+        )
         self._commit(version + 1, actions)
         self.delta = DeltaTable(str(self.path))
 
@@ -215,12 +230,15 @@ class MirroredTable:
         protocol = self.delta.protocol()
         if protocol.min_writer_version >= 7:  # table features: name the feature on both sides
             return {
-                "minReaderVersion": 3, "minWriterVersion": 7,
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
                 "readerFeatures": sorted(set(protocol.reader_features or []) | {"columnMapping"}),
                 "writerFeatures": sorted(set(protocol.writer_features or []) | {"columnMapping"}),
             }
-        return {"minReaderVersion": max(protocol.min_reader_version, 2),
-                "minWriterVersion": max(protocol.min_writer_version, 5)}
+        return {
+            "minReaderVersion": max(protocol.min_reader_version, 2),
+            "minWriterVersion": max(protocol.min_writer_version, 5),
+        }
 
     def _commit(self, version: int, actions: list[dict[str, Any]]) -> None:
         log = self.path / "_delta_log"

@@ -55,9 +55,13 @@ class LocalMirror:
         with exclusive(self.target / LOCK_FILE):
             return self._poll(as_service)
 
-    def watch(self, interval: float, stop: threading.Event,
-              report: Callable[[list[TableStatus]], None] = lambda statuses: None,
-              failed: Callable[[Exception], None] = lambda exc: None) -> None:
+    def watch(
+        self,
+        interval: float,
+        stop: threading.Event,
+        report: Callable[[list[TableStatus]], None] = lambda statuses: None,
+        failed: Callable[[Exception], None] = lambda exc: None,
+    ) -> None:
         """Poll every `interval` seconds until `stop` is set. A poll that fails as a whole (the
         landing zone unreachable, say) is reported and tried again at the next one."""
         try:

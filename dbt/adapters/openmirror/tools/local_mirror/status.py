@@ -50,8 +50,10 @@ class TableStatus:
             applied = f"applied through file {self.lastAppliedFile}"
         else:
             applied = f"{self.lastAppliedFile} files applied (last {name})"
-        line = (f"{self.sourceSchemaName}.{self.sourceTableName}: {self.status}, {applied}, "
-                f"{self.metrics['processedRows']} rows processed")
+        line = (
+            f"{self.sourceSchemaName}.{self.sourceTableName}: {self.status}, {applied}, "
+            f"{self.metrics['processedRows']} rows processed"
+        )
         if self.errorMessage:
             line += f" ({self.errorCode or 'note'}: {self.errorMessage})"
         if self.ignoredFiles:
@@ -92,5 +94,9 @@ class StatusFiles:
 
     @staticmethod
     def replicator_json(state: str) -> str:
-        return json.dumps({"status": state, "errorCode": None, "errorMessage": None,
-                           "lastUpdateDateTime": now()}, indent=2) + "\n"
+        return (
+            json.dumps(
+                {"status": state, "errorCode": None, "errorMessage": None, "lastUpdateDateTime": now()}, indent=2
+            )
+            + "\n"
+        )
