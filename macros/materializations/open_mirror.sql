@@ -12,21 +12,10 @@
 {% materialization open_mirror, adapter='openmirror', supported_languages=['sql'] %}
 
   {#- 0. The run takes its table's lease and finishes what an interrupted run left. -#}
-  {%- set run = adapter.openmirror_start(model.name, model.unique_id, this, {
-      'unique_key': config.get('unique_key'),
-      'mirror_schema': config.get('mirror_schema'),
-      'mirror_table': config.get('mirror_table'),
-      'parquet_compression': config.get('parquet_compression'),
-      'change_markers': config.get('change_markers'),
-      'row_marker_position': config.get('row_marker_position'),
-      'max_rows_per_file': config.get('max_rows_per_file'),
-      'lease_ttl_seconds': config.get('lease_ttl_seconds'),
-      'lease_wait_seconds': config.get('lease_wait_seconds'),
-      'rebuild_wait_seconds': config.get('rebuild_wait_seconds'),
-      'publish': config.get('publish'),
-      'show_key_values': config.get('show_key_values'),
-      'on_schema_change': config.get('on_schema_change') if 'on_schema_change' in model.unrendered_config else none,
-  }, should_full_refresh(), var('openmirror_dry_run', false), flags.EMPTY, graph) -%}
+  {#- The configs are read and checked in Python (run/config.py), from dbt's `config` itself. -#}
+  {%- set run = adapter.openmirror_start(
+      model.name, model.unique_id, this, config, model.unrendered_config,
+      should_full_refresh(), var('openmirror_dry_run', false), flags.EMPTY, graph) -%}
   {%- set target_relation = run.relations.target -%}
   {%- set new_relation = run.relations.new_output -%}
 

@@ -8,7 +8,7 @@ its lease when dbt releases the model's connection (also when it failed).
 
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
 from typing import Any, cast
 
@@ -24,7 +24,7 @@ from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.audit import AUDIT_HOOK_MACRO, hook_configured
-from dbt.adapters.openmirror.run.config import AFTER_TESTS, is_set, mirror_config
+from dbt.adapters.openmirror.run.config import AFTER_TESTS, ConfigSource, UserSetConfig, is_set, mirror_config
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
@@ -113,15 +113,17 @@ class OpenMirrorAdapter(SparkAdapter):
         model_name: str,
         model_id: str,
         this: Any,
-        config: Mapping[str, Any],
+        config: ConfigSource,
+        set_by_user: Collection[str],
         full_refresh: bool,
         dry_run: Any,
         empty: bool,
         graph: Mapping[str, Any],
     ) -> MirrorRun:
-        """A model's run begins: its config checked, and, when it publishes, its table's lease
-        taken and what an interrupted run left finished."""
-        mirror = mirror_config(model_name, this.schema, this.identifier, config)
+        """A model's run begins: its config checked (`config` is dbt's, `set_by_user` the model's
+        unrendered_config), and, when it publishes, its table's lease taken and what an
+        interrupted run left finished."""
+        mirror = mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
         if mirror.publish == AFTER_TESTS and hook_configured(graph.get("nodes", {})) is None:
             raise MirrorConfigError(
                 f"Model '{mirror.model}': publish='after_tests' holds the change until the model's "

@@ -1,8 +1,8 @@
 """The `open_mirror` model config, validated into one plain object before anything runs."""
 
-from collections.abc import Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dbt.adapters.openmirror.errors import MirrorConfigError
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
@@ -18,6 +18,27 @@ ON_SCHEMA_CHANGE = ("append_new_columns", "fail", "sync_all_columns", IGNORE)
 ON_RUN, AFTER_TESTS = "on_run", "after_tests"
 PUBLISH = (ON_RUN, AFTER_TESTS)
 DEFAULT_LEASE_TTL_SECONDS = 300
+#: Configs dbt gives every model a value for (on_schema_change='ignore'): only one the user set counts.
+SET_BY_USER_ONLY = frozenset({"on_schema_change"})
+
+
+class ConfigSource(Protocol):
+    """A model's config as the materialization's `config` object (or a plain dict) offers it."""
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+
+
+class UserSetConfig:
+    """dbt's `config` for a model, without the values dbt filled in for configs the user did not set
+    (`set_by_user`: the model's `unrendered_config`)."""
+
+    def __init__(self, config: ConfigSource, set_by_user: Collection[str]) -> None:
+        self.config, self.set_by_user = config, set_by_user
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in SET_BY_USER_ONLY and name not in self.set_by_user:
+            return default
+        return self.config.get(name, default)
 
 
 @dataclass(frozen=True)
@@ -43,7 +64,7 @@ class MirrorConfig:
         return table_folder_path(self.mirror_schema, self.mirror_table)
 
 
-def _choice(model: str, config: Mapping[str, Any], name: str, choices: tuple) -> str:
+def _choice(model: str, config: ConfigSource, name: str, choices: tuple) -> str:
     value = config.get(name) or choices[0]
     if value not in choices:
         raise MirrorConfigError(f"Model '{model}': {name}={value!r} is not one of {', '.join(choices)}")
@@ -91,7 +112,7 @@ def _flag(model: str, name: str, value: Any, default: bool) -> bool:
     return value
 
 
-def mirror_config(model: str, schema: str, identifier: str, config: Mapping[str, Any]) -> MirrorConfig:
+def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource) -> MirrorConfig:
     """Validate a model's config; defaults follow the model's schema and identifier."""
     mirror_schema: str | None = config.get("mirror_schema")
     if mirror_schema is None:

@@ -158,19 +158,13 @@ class SnapshotDiff:
         return int(rows[0][0])
 
     def _hashes_match(self, snapshot: SnapshotRecord | None, signature: str) -> bool:
-        """The snapshot's key hashes are usable when the run that wrote the snapshot wrote them too,
-        over the same columns. A crash between the two renames leaves them behind: then not."""
-        hashes = self.relations.previous_hashes
+        """Whether the snapshot's key hashes can be trusted (decided by `hash_diff.hashes_usable`)."""
         if snapshot is None or snapshot.run_id is None:
             return False
+        hashes = self.relations.previous_hashes
         self.catalog.refresh([hashes])
-        if self.catalog.find(hashes) is None:
-            return False
-        properties = table_properties(self.statements, hashes)
-        return (
-            properties.get(hash_diff.HASHES_RUN_ID) == snapshot.run_id
-            and properties.get(hash_diff.HASHES_COLUMNS) == signature
-        )
+        properties = table_properties(self.statements, hashes) if self.catalog.find(hashes) is not None else None
+        return hash_diff.hashes_usable(properties, snapshot.run_id, signature)
 
     def _check_keys(self, plan: RunPlan, relation: Any, counted: bool) -> None:
         key_columns = plan.key_columns
