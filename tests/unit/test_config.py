@@ -1,7 +1,7 @@
 import pytest
 
 from dbt.adapters.openmirror.errors import MirrorConfigError
-from dbt.adapters.openmirror.run.config import mirror_config
+from dbt.adapters.openmirror.run.config import UserSetConfig, mirror_config
 
 
 def config(**values):
@@ -71,3 +71,21 @@ def test_invalid_settings_name_the_model_setting_and_value(setting, value):
         config(**{setting: value})
     assert "Model 'orders'" in str(error.value)
     assert setting in str(error.value) and repr(value) in str(error.value)
+
+
+class DbtConfig:
+    """As the materialization's `config`: dbt has filled in on_schema_change='ignore' for every model."""
+
+    def __init__(self, values: dict) -> None:
+        self.values = {"on_schema_change": "ignore", **values}
+
+    def get(self, name, default=None, validator=None):
+        return self.values.get(name, default)
+
+
+def test_on_schema_change_counts_only_when_the_user_set_it():
+    dbt_config = DbtConfig({"unique_key": "id", "max_rows_per_file": 10})
+    mirror = mirror_config("m", "s", "t", UserSetConfig(dbt_config, set_by_user={"unique_key", "max_rows_per_file"}))
+    assert (mirror.on_schema_change, mirror.max_rows_per_file, mirror.unique_key) == ("append_new_columns", 10, ["id"])
+    chosen = mirror_config("m", "s", "t", UserSetConfig(dbt_config, set_by_user={"unique_key", "on_schema_change"}))
+    assert chosen.on_schema_change == "ignore"
