@@ -78,6 +78,13 @@
   {%- if show_key_values is not boolean -%}
     {%- do om.openmirror_fail("show_key_values must be true or false, got " ~ tojson(show_key_values)) -%}
   {%- endif -%}
+  {#- Incremental open_mirror models need the plugin (planning/candidates.py). -#}
+  {%- for name in ['delete_flag', 'reconcile_every'] -%}
+    {%- if config.get(name) is not none -%}
+      {%- do om.openmirror_fail(name ~ " is not offered in package mode (incremental open_mirror models "
+          ~ "need the plugin, `type: openmirror`); package mode runs every model in full") -%}
+    {%- endif -%}
+  {%- endfor -%}
   {%- set on_schema_change = om.openmirror_constants().choices.on_schema_change[0] -%}
   {%- if 'on_schema_change' in model.unrendered_config -%}
     {%- if config.get('on_schema_change') == 'ignore' -%}

@@ -56,10 +56,10 @@ def _run(args, fail_at=None, log=None):
         return run_dbt(list(args), expect_pass=None)
 
 
-def _divergence(project, warehouse, landing_zone, table) -> str:
+def _divergence(project, warehouse, landing_zone, table, expected_sql) -> str:
     """'' when the table folder replays to exactly the model output, else what differs."""
     folder = table_folder(landing_zone, project.test_schema, table)
-    expected = model_output(warehouse, f"select * from {project.test_schema}.src")
+    expected = model_output(warehouse, expected_sql.format(schema=project.test_schema))
     columns = list(expected[0]) if expected else []
     mirrored = normalized([{c: row.get(c) for c in columns} for row in replay(folder)])
     numbers = [int(p.name[:20]) for p in data_files(folder)]
@@ -82,9 +82,20 @@ def crash_points(operations: int, every_point: bool) -> list[int]:
     return sorted(set(range(1, operations + 1, 3)) | {operations - 1, operations})
 
 
-def sweep(project, warehouse, landing_zone, tmp_path, scenario, states, args, every_point) -> SweepReport:
+def sweep(
+    project,
+    warehouse,
+    landing_zone,
+    tmp_path,
+    scenario,
+    states,
+    args,
+    every_point,
+    expected_sql="select * from {schema}.src",
+) -> SweepReport:
     """Publish `states` in turn; for each, first crash at operation N (N = 1, 2, ...), then let
-    the next run recover. One fault-free run first counts the operations of such a run."""
+    the next run recover. One fault-free run first counts the operations of such a run. The
+    model's complete output is `expected_sql`."""
     report = SweepReport(scenario)
     set_source(warehouse, project.test_schema, states[0])
     # A rebuild nobody asked for (sync_all_columns) is a warning: `warn` is a successful run too.
@@ -107,7 +118,7 @@ def sweep(project, warehouse, landing_zone, tmp_path, scenario, states, args, ev
         report.failed_runs += crashed[0].status == "error"
         # A recovery is a warning: the recovered run ends `warn`, or `success` when nothing was left.
         problem = "" if recovered[0].status in ("success", "warn") else f"recovery failed: {recovered[0].message}"
-        problem += _divergence(project, warehouse, landing_zone, "customers")
+        problem += _divergence(project, warehouse, landing_zone, "customers", expected_sql)
         if problem:
             report.divergences.append(f"crash point {point}: {problem}")
     print(report.line())
@@ -171,6 +182,49 @@ class TestCrashPointSweep:
         states = [STATE_A.replace("select *", f"select *, id * {n} as extra_{n}") for n in range(1, 4)]
         report = sweep(
             project, warehouse, landing_zone, tmp_path, "added and removed columns", states, ["run"], every_point
+        )
+        assert report.divergences == [] and report.crash_points >= 4
+
+
+INCREMENTAL_MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', max_rows_per_file=2, delete_flag='deleted') }}
+select * from {{ target.schema }}.src
+{% if is_incremental() %} where updated_at >= (select max(updated_at) from {{ this }}) {% endif %}
+"""
+# Every id is in both states (some flagged deleted), all with one updated_at: each run selects
+# every row as a candidate, and the changes between them are updates, flagged deletes and
+# re-inserts of flagged rows.
+FLAGGED_A = (
+    "select id, name, amount, 1 as updated_at, cast(deleted as boolean) as deleted from values"
+    " (1, 'a', 10, false), (2, 'b', 20, false), (3, 'c', 30, false), (4, 'd', 40, true), (5, 'e', 50, false),"
+    " (6, 'f', 60, true) as t(id, name, amount, deleted)"
+)
+FLAGGED_B = (
+    "select id, name, amount, 1 as updated_at, cast(deleted as boolean) as deleted from values"
+    " (1, 'a', 11, false), (2, 'B', 20, false), (3, 'c', 30, true), (4, 'd', 40, false), (5, 'e', 50, false),"
+    " (6, 'f', 60, false) as t(id, name, amount, deleted)"
+)
+
+
+class TestCrashPointSweepOfCandidateRuns:
+    """An incremental model (is_incremental() true, candidates merged into the snapshot, flagged
+    rows published as deletes) crashed at each operation: the next run recovers exactly once."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": INCREMENTAL_MODEL}
+
+    def test_candidate_runs(self, project, warehouse, landing_zone, tmp_path, request):
+        report = sweep(
+            project,
+            warehouse,
+            landing_zone,
+            tmp_path,
+            "candidate runs with a delete flag",
+            [FLAGGED_A, FLAGGED_B],
+            ["run"],
+            request.config.getoption("--crash-points") == "all",
+            expected_sql="select id, name, amount, updated_at from {schema}.src where not deleted",
         )
         assert report.divergences == [] and report.crash_points >= 4
 

@@ -177,6 +177,17 @@ def test_on_schema_change_ignore_is_refused_in_package_mode_only():
     assert "not offered in package mode" in error
 
 
+@pytest.mark.parametrize("config", [{"delete_flag": "deleted"}, {"reconcile_every": 24}], ids=repr)
+def test_incremental_configs_are_refused_in_package_mode_only(config):
+    """Package mode runs every model in full (is_incremental() stays false there): a delete flag it
+    ignored would publish flagged rows as present ones."""
+    config = {"unique_key": "id", **config}
+    mirror_config("m", SCHEMA, TABLE, config)
+    package = PackageMacros(config=config, variables={"openmirror_landing_zone": LANDING_ZONE}, this=THIS)
+    _, error = _jinja(package.openmirror_package_settings)
+    assert f"{next(iter(config.keys() - {'unique_key'}))} is not offered in package mode" in error
+
+
 VAR_VALUES = [True, False, None, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", 1.0, "on", ""]
 
 

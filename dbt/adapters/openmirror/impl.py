@@ -20,6 +20,8 @@ from dbt_common.invocation import get_invocation_id
 from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError, OpenMirrorError
+from dbt.adapters.openmirror.planning.candidates import selects_candidates
+from dbt.adapters.openmirror.planning.run_plan import snapshot_record
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
@@ -31,7 +33,7 @@ from dbt.adapters.openmirror.run.mirror_run import MirrorRun
 from dbt.adapters.openmirror.run.model_warnings import warn
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
-from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements
+from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, table_properties
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.root import check_root
@@ -48,6 +50,8 @@ class OpenMirrorAdapter(SparkAdapter):
         # Model runs per thread (dbt runs models in threads), closed when the model ends.
         self._runs: dict[int, list[MirrorRun]] = {}
         self._runs_lock = threading.Lock()
+        # Models whose `is_incremental()` was true when they were compiled: they selected candidates.
+        self._selected_candidates: set[str] = set()
 
     @cached_property
     def landing_zone(self) -> LandingZoneStorage:
@@ -141,11 +145,38 @@ class OpenMirrorAdapter(SparkAdapter):
             full_refresh,
             is_set(dry_run),
             empty,
+            candidates=model_id in self._selected_candidates,
         )
+        self._selected_candidates.discard(model_id)
         with self._runs_lock:
             self._runs.setdefault(threading.get_ident(), []).append(run)
         run.prepare()
         return run
+
+    @available
+    def openmirror_is_incremental(
+        self,
+        model_name: str,
+        model_id: str,
+        this: Any,
+        config: ConfigSource,
+        set_by_user: Collection[str],
+        full_refresh: bool,
+        reconcile: Any,
+    ) -> bool:
+        """`is_incremental()` in an `open_mirror` model, as it is compiled (planning/candidates.py).
+        When true, the model's run merges what it selected into its snapshot."""
+        mirror = mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
+        relation = self.get_relation(this.database, this.schema, this.identifier)
+        snapshot = None
+        if relation is not None and relation.type == "table":
+            snapshot = snapshot_record(table_properties(AdapterStatements(self), relation))
+        selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
+        if selected:
+            self._selected_candidates.add(model_id)
+        else:
+            self._selected_candidates.discard(model_id)
+        return selected
 
     @available
     def openmirror_publish(self, run: MirrorRun, existing: Any | None) -> OpenMirrorResponse:

@@ -20,6 +20,9 @@ SNAPSHOT_LANDING_ZONE = "openmirror.landing_zone"
 SNAPSHOT_PUBLISHED_COLUMNS = "openmirror.published_columns"
 #: On a snapshot that holds a change waiting for its tests (publish='after_tests'), until published.
 SNAPSHOT_HELD = "openmirror.held"
+#: Runs in a row that selected only candidate rows (`is_incremental()` true) since the model last
+#: ran in full (planning/candidates.py).
+SNAPSHOT_CANDIDATE_RUNS = "openmirror.candidate_runs"
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class SnapshotRecord:
     published_columns: list[str] | None = None
     #: The snapshot holds a change not published yet (write-audit-publish).
     held: bool = False
+    candidate_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ def snapshot_properties(
     run_id: str,
     published_columns: Sequence[str],
     held: bool = False,
+    candidate_runs: int = 0,
 ) -> dict[str, str]:
     properties = {
         SNAPSHOT_LANDING_ZONE: destination.landing_zone,
@@ -72,6 +77,7 @@ def snapshot_properties(
         SNAPSHOT_SEQUENCE_NUMBER: str(int(sequence_number)),
         SNAPSHOT_RUN_ID: run_id,
         SNAPSHOT_PUBLISHED_COLUMNS: json.dumps(list(published_columns)),
+        SNAPSHOT_CANDIDATE_RUNS: str(int(candidate_runs)),
     }
     if held:
         properties[SNAPSHOT_HELD] = "true"
@@ -97,6 +103,7 @@ def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
         properties.get(SNAPSHOT_LANDING_ZONE),
         columns,
         properties.get(SNAPSHOT_HELD) == "true",
+        int(runs) if (runs := properties.get(SNAPSHOT_CANDIDATE_RUNS, "0")).isdigit() else 0,
     )
 
 

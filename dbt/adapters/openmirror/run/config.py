@@ -58,6 +58,11 @@ class MirrorConfig:
     publish: str = ON_RUN
     #: Example key values in error messages and warnings (off for sensitive keys).
     show_key_values: bool = True
+    #: A boolean column marking deleted rows (e.g. `_fivetran_deleted`): its true rows are
+    #: published as deletes and left out of the snapshot; the column itself is not published.
+    delete_flag: str | None = None
+    #: Run an incremental model in full every Nth run (planning/candidates.py); 0: never.
+    reconcile_every: int = 0
 
     @property
     def table_folder(self) -> str:
@@ -87,6 +92,16 @@ def _unique_key(model: str, value: Any) -> list[str]:
     if duplicates:
         raise MirrorConfigError(f"Model '{model}': unique_key repeats {sorted(duplicates)}")
     return cleaned
+
+
+def _delete_flag(model: str, value: Any, unique_key: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise MirrorConfigError(f"Model '{model}': delete_flag must name a boolean column, got {value!r}")
+    if value.strip().lower() in {k.lower() for k in unique_key}:
+        raise MirrorConfigError(f"Model '{model}': delete_flag {value!r} is a unique_key column")
+    return value.strip()
 
 
 def _folder_name(model: str, setting: str, value: str) -> str:
@@ -119,9 +134,10 @@ def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource
         mirror_schema = schema
     if mirror_schema:
         _folder_name(model, "mirror_schema", mirror_schema)
+    unique_key = _unique_key(model, config.get("unique_key"))
     return MirrorConfig(
         model=model,
-        unique_key=_unique_key(model, config.get("unique_key")),
+        unique_key=unique_key,
         mirror_schema=mirror_schema,
         mirror_table=_folder_name(model, "mirror_table", config.get("mirror_table") or identifier),
         parquet_compression=_choice(model, config, "parquet_compression", COMPRESSIONS),
@@ -138,6 +154,8 @@ def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource
         rebuild_wait_seconds=_whole_number(
             model, "rebuild_wait_seconds", config.get("rebuild_wait_seconds"), DEFAULT_REBUILD_WAIT_SECONDS, 0
         ),
+        delete_flag=_delete_flag(model, config.get("delete_flag"), unique_key),
+        reconcile_every=_whole_number(model, "reconcile_every", config.get("reconcile_every"), 0, 0),
     )
 
 

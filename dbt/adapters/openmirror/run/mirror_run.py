@@ -15,9 +15,10 @@ Every statement goes through `Statements` (the macros of macros/sql/) and every 
 from collections.abc import Sequence
 from typing import Any
 
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, RunInterruptedError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, PublishError, RunInterruptedError
 from dbt.adapters.openmirror.planning import hash_diff
-from dbt.adapters.openmirror.planning.keys import check_key_types, resolve_key_columns
+from dbt.adapters.openmirror.planning.candidates import candidate_runs_after, delete_flag_column
+from dbt.adapters.openmirror.planning.keys import check_key_types, raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     REBUILD,
@@ -56,6 +57,7 @@ class MirrorRun:
         full_refresh: bool,
         dry_run: bool,
         empty: bool,
+        candidates: bool = False,
     ) -> None:
         self.context = context
         self.held = held
@@ -65,6 +67,8 @@ class MirrorRun:
         self.full_refresh = full_refresh
         self.dry_run = dry_run
         self.empty = empty
+        #: The model selected only candidate rows (its `is_incremental()` was true).
+        self.candidates = candidates
         self.relations = RunRelations.of(this, self.publishes)
         #: What the run warned about: logged as it happens, reported with its result.
         self.warnings: list[str] = []
@@ -93,13 +97,15 @@ class MirrorRun:
         """The model output is built as `relations.new_output`; `existing` is `{{ this }}` as
         dbt's cache knows it (None on a first run)."""
         relations, catalog = self.relations, self.context.catalog
+        snapshot = self._snapshot_record(existing)
+        if not self.empty and (self.candidates or self.mirror.delete_flag):
+            self._complete_output(existing, snapshot)
         new_columns = catalog.columns(relations.new_output)
         previous_columns = catalog.columns(existing) if existing is not None else None
         if self.empty:
             return self._check_empty(existing, new_columns, previous_columns)
         model_keys = self._key_columns(new_columns)
         state = self.context.publisher.table_state(self.mirror.table_folder)
-        snapshot = self._snapshot_record(existing)
         plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
         self._drop_ignored_columns(plan)
         diff = SnapshotDiff(
@@ -121,7 +127,7 @@ class MirrorRun:
         counts = self._marker_counts(plan, staging)
         land_staged_files(self.context.storage, staging)
         pending = self._prepare_publish(plan, staging, state, counts)
-        self._record_snapshot(plan, pending)
+        self._record_snapshot(plan, pending, candidate_runs_after(snapshot, self.candidates))
         if self.mirror.publish == AFTER_TESTS:
             published = self._hold(pending)
         else:
@@ -214,6 +220,46 @@ class MirrorRun:
         for warning in check_key_types(self.mirror.model, [specs[k] for k in key_columns]):
             self._warn(warning)
         return key_columns
+
+    def _complete_output(self, existing: Any | None, snapshot: SnapshotRecord | None) -> None:
+        """`relations.new_output` becomes the model's complete output: the candidates it selected
+        merged into the snapshot, without the rows flagged deleted (planning/candidates.py). A
+        key may appear once among the rows the model selected, flagged or not."""
+        mirror, catalog, statements, relations = (
+            self.mirror,
+            self.context.catalog,
+            self.context.statements,
+            self.relations,
+        )
+        if self.candidates and (existing is None or snapshot is None):
+            raise PublishError(
+                f"Model '{mirror.model}' selected only candidate rows (is_incremental() was true), but its "
+                f"snapshot {relations.target} is gone: run it again, it then runs in full. Nothing was published."
+            )
+        selected = relations.model_output
+        catalog.drop(selected)
+        catalog.rename(relations.new_output, selected)
+        columns = catalog.columns(selected)
+        names = [c.name for c in columns]
+        check_reserved_names(mirror.model, names)
+        key_columns = resolve_key_columns(mirror.model, mirror.unique_key, names)
+        flag = delete_flag_column(mirror.model, mirror.delete_flag, columns) if mirror.delete_flag else None
+        problems = statements.query(
+            "openmirror_key_problems_sql", relation=str(selected), key_columns=key_columns, counted=False
+        )
+        raise_key_problems(mirror.model, key_columns, problems, mirror.show_key_values)
+        statements.execute(
+            "openmirror_complete_output_sql",
+            target=str(relations.new_output),
+            model_output=str(selected),
+            snapshot=str(existing) if self.candidates else None,
+            columns=[c for c in columns if c.name != flag],
+            snapshot_columns=[c.name for c in catalog.columns(existing)] if self.candidates else [],
+            key_columns=key_columns,
+            delete_flag=flag,
+        )
+        catalog.created(relations.new_output)
+        catalog.drop(selected)
 
     def _snapshot_record(self, relation: Any | None) -> SnapshotRecord | None:
         if relation is None:
@@ -328,7 +374,7 @@ class MirrorRun:
             publisher.discard(staging.path)
             raise
 
-    def _record_snapshot(self, plan: RunPlan, pending: PendingPublish) -> None:
+    def _record_snapshot(self, plan: RunPlan, pending: PendingPublish, candidate_runs: int) -> None:
         """The new output records the landing zone, folder and number it will match, the run that
         publishes it and the names its columns are published under (dropped columns are kept,
         as nulls, under the names the mirror knows)."""
@@ -342,6 +388,7 @@ class MirrorRun:
             pending.run_id,
             published,
             held=self.mirror.publish == AFTER_TESTS,
+            candidate_runs=candidate_runs,
         )
         statements.execute("openmirror_snapshot_record_sql", relation=new, properties=properties)
 

@@ -26,6 +26,9 @@ class RunRelations:
     previous_hashes: Any
     #: This run's changed keys.
     changes: Any
+    #: The model's output before it is completed (candidate rows merged into the snapshot, rows
+    #: flagged deleted left out): planning/candidates.py.
+    model_output: Any
 
     @classmethod
     def of(cls, this: Any, publishes: bool) -> "RunRelations":
@@ -38,4 +41,5 @@ class RunRelations:
             new_hashes=beside(target, f"{prefix}_new_hashes"),
             previous_hashes=beside(target, HASHES),
             changes=beside(target, f"{prefix}_changes"),
+            model_output=beside(target, f"{prefix}_model_output"),
         )

@@ -1,0 +1,136 @@
+"""Incremental open_mirror models: `is_incremental()` is true on later runs, the run merges the
+candidate rows it selected into the snapshot, rows flagged deleted are published as deletes, and
+a reconcile run publishes what vanished without a flag. After every run, replaying the landing
+zone equals the model's complete output (the source without the rows flagged deleted)."""
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.support.mirror import (
+    assert_local_mirror_equals,
+    assert_mirror_equals,
+    file_markers,
+    findings_for,
+    model_output,
+    set_source,
+    table_folder,
+    tree_digest,
+)
+
+MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', delete_flag='deleted',
+          reconcile_every=var('reconcile_every', none)) }}
+select * from {{ target.schema }}.src
+{% if is_incremental() %}
+where updated_at >= (select max(updated_at) from {{ this }})
+{% endif %}
+"""
+
+COLUMNS = "as t(id, name, updated_at, deleted)"
+
+
+def _source(rows: str) -> str:
+    return f"select id, name, updated_at, cast(deleted as boolean) as deleted from values {rows} {COLUMNS}"
+
+
+class Incremental:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": MODEL}
+
+    def publish(self, project, warehouse, rows, args=()):
+        set_source(warehouse, project.test_schema, _source(rows))
+        [result] = run_dbt(["run", *args])
+        return result.adapter_response
+
+    def complete_output(self, project) -> str:
+        return f"select id, name, updated_at from {project.test_schema}.src where not deleted"
+
+    def check(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "orders")
+        expected = self.complete_output(project)
+        assert_mirror_equals(warehouse, folder, expected)
+        assert findings_for(landing_zone, folder) == []
+        assert model_output(warehouse, f"select * from {schema}.orders") == model_output(warehouse, expected)
+        assert_local_mirror_equals(warehouse, landing_zone, tmp_path / "mirror", schema, "orders", expected)
+        return folder
+
+
+class TestCandidatesFlagsAndReconcile(Incremental):
+    def test_each_run_publishes_what_changed_among_the_candidates(self, project, warehouse, landing_zone, tmp_path):
+        base = "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"
+        response = self.publish(project, warehouse, base)
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        assert response["mode"] == "initial" and file_markers(folder) == [[0, 0, 0]]
+
+        # 2 changes, 3 is flagged deleted, 4 is new; 1 is not a candidate (older updated_at).
+        changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)"
+        response = self.publish(project, warehouse, changed)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert response["mode"] == "incremental"
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 2]  # insert 4, update 2, delete 3
+
+        # The candidates (updated_at 2) are what was published: no file.
+        response = self.publish(project, warehouse, changed)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert response["files"] == [] and len(file_markers(folder)) == 2
+
+        # Row 1 vanishes without a flag: an incremental run cannot see it...
+        vanished = "(2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)"
+        set_source(warehouse, project.test_schema, _source(vanished))
+        run_dbt(["run"])
+        assert len(file_markers(folder)) == 2
+        assert model_output(warehouse, f"select id from {project.test_schema}.orders") == [
+            {"id": 1},
+            {"id": 2},
+            {"id": 4},
+        ]
+
+        # ...a reconcile run runs the model in full and publishes its delete, without a rebuild.
+        response = self.publish(project, warehouse, vanished, ["--vars", "{openmirror_reconcile: true}"])
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert response["mode"] == "incremental" and file_markers(folder)[-1] == [2]
+
+    def test_the_flag_column_is_not_published(self, project, warehouse, landing_zone):
+        import pyarrow.parquet as pq
+
+        folder = table_folder(landing_zone, project.test_schema, "orders")
+        for path in sorted(folder.glob("*.parquet")):
+            assert "deleted" not in pq.read_schema(path).names
+
+
+class TestReconcileEvery(Incremental):
+    def test_every_second_run_is_in_full(self, project, warehouse, landing_zone, tmp_path):
+        args = ["--vars", "{reconcile_every: 2}"]
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)", args)
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        # Run 2 selects candidates: 1 vanished unseen.
+        self.publish(project, warehouse, "(2, 'b', 1, false), (3, 'c', 2, false)", args)
+        assert sorted(file_markers(folder)[-1]) == [0]
+        # Run 3 is a reconcile: 1's delete is published.
+        self.publish(project, warehouse, "(2, 'b', 1, false), (3, 'c', 2, false)", args)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [2]
+
+
+class TestBadCandidates(Incremental):
+    def test_a_key_twice_among_the_candidates_is_refused(self, project, warehouse, landing_zone, tmp_path):
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)")
+        before = tree_digest(landing_zone)
+        set_source(warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'b', 2, false), (2, 'b', 2, true)"))
+        results = run_dbt(["run"], expect_pass=False)
+        message = results[0].message
+        assert "Model 'orders': unique_key ['id'] is not unique: id=2 appears in 2 rows" in message
+        assert tree_digest(landing_zone) == before
+
+    def test_a_flag_that_is_not_boolean_is_refused(self, project, warehouse, landing_zone):
+        before = tree_digest(landing_zone)
+        set_source(
+            warehouse,
+            project.test_schema,
+            "select id, name, updated_at, 1 as deleted from values (5, 'e', 3, 0) as t(id, name, updated_at, x)",
+        )
+        results = run_dbt(["run"], expect_pass=False)
+        assert "delete_flag column 'deleted' is int, not boolean" in results[0].message
+        assert tree_digest(landing_zone) == before
