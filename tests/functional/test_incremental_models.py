@@ -66,6 +66,8 @@ class TestCandidatesFlagsAndReconcile(Incremental):
 
         # 2 changes, 3 is flagged deleted, 4 is new; 1 is not a candidate (older updated_at).
         changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)"
+        dry = self.publish(project, warehouse, changed, ["--vars", "{openmirror_dry_run: true}"])
+        assert dry["_message"].startswith("dry run, nothing written: +1 ~1 -1") and len(file_markers(folder)) == 1
         response = self.publish(project, warehouse, changed)
         self.check(project, warehouse, landing_zone, tmp_path)
         assert response["mode"] == "incremental"
