@@ -32,16 +32,25 @@ MODELS = {
         "from bench.lineitem_src l left join bench.orders_src o on o.o_orderkey = l.l_orderkey",
         ["lineitem", "orders"],
     ),
+    # The source also carries `updated_at` (the round that last changed a row) and `deleted` (a
+    # round's deletes are flagged, as Fivetran, Airbyte or Debezium sources mark them). `table` and
+    # the full-diff `mirror` select the rows not flagged; `incremental` (dbt-spark, appending) and
+    # `mirror_incremental` select the candidates (models/lineitem_*incremental.sql).
+    "incremental": (f"select {', '.join(COLUMNS)}, updated_at from bench.lineitem_src where not deleted", ["lineitem"]),
 }
+#: Model shapes whose source flags deletes and stamps changes (see `incremental` above).
+FLAGGED = {"incremental"}
 
 
-def source_sql(table: str, parquet_uri: str) -> str:
-    return f"create table {table} using parquet as select * from parquet.`{parquet_uri}`"
+def source_sql(table: str, parquet_uri: str, flagged: bool = False) -> str:
+    stamps = ", 0L as updated_at, false as deleted" if flagged else ""
+    return f"create table {table} using parquet as select *{stamps} from parquet.`{parquet_uri}`"
 
 
-def change_round_sql(source: str, target: str, round_number: int, churn: float) -> str:
+def change_round_sql(source: str, target: str, round_number: int, churn: float, flagged: bool = False) -> str:
     """`churn` of the rows are picked by a hash of their key and the round: a third deleted, a
-    third updated (quantity and comment), a third copied as new rows under new keys."""
+    third updated (quantity and comment), a third copied as new rows under new keys. With
+    `flagged`, deleted rows stay, flagged, and every row the round changes gets its number."""
     picked = int(round(churn * 1_000_000))
     pick = f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number}), 1000000) < {picked}"
     kind = f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number + 7919}), 3)"
@@ -55,6 +64,16 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float) 
     inserted = ", ".join(
         f"l_orderkey + {INSERTED_KEY_OFFSET * round_number} as l_orderkey" if c == "l_orderkey" else c for c in COLUMNS
     )
+    if flagged:
+        return (
+            f"create table {target} using parquet as\n"
+            f"with s as (select *, {pick} as picked, {kind} as kind from {source})\n"
+            f"select {kept}, case when picked and kind < 2 then {round_number} else updated_at end as updated_at,\n"
+            f"  deleted or (picked and kind = 0) as deleted from s\n"
+            f"union all\n"
+            f"select {inserted}, {round_number} as updated_at, false as deleted from s\n"
+            f"where picked and kind = 2 and l_orderkey < {INSERTED_KEY_OFFSET} and not deleted"
+        )
     return (
         f"create table {target} using parquet as\n"
         f"with s as (select *, {pick} as picked, {kind} as kind from {source})\n"
@@ -64,12 +83,12 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float) 
     )
 
 
-def change_round_statements(source: str, round_number: int, churn: float) -> list[str]:
+def change_round_statements(source: str, round_number: int, churn: float, flagged: bool = False) -> list[str]:
     """The statements that replace `source` by its next round (written next to it, then renamed)."""
     following = f"{source}_next"
     return [
         f"drop table if exists {following}",
-        change_round_sql(source, following, round_number, churn),
+        change_round_sql(source, following, round_number, churn, flagged),
         f"drop table {source}",
         f"alter table {following} rename to {source}",
     ]

@@ -28,20 +28,25 @@ def summarize(records: list[dict]) -> list[dict]:
         summary.append(row)
     by_key = {(s["rows"], s["round"], s["variant"]): s for s in summary}
     for s in summary:
-        table = by_key.get((s["rows"], s["round"], "table"))
-        mirror = by_key.get((s["rows"], s["round"], "mirror"))
-        if s["variant"] in ("mirror", "package") and table:
-            s[f"{s['variant']}_over_table"] = round(s["seconds"] / table["seconds"], 2)
-        if s["variant"] == "naive" and mirror:
-            s["naive_over_mirror"] = round(s["seconds"] / mirror["seconds"], 2)
+        for reference in RATIOS.get(s["variant"], ()):
+            other = by_key.get((s["rows"], s["round"], reference))
+            if other:
+                s[f"{s['variant']}_over_{reference}"] = round(s["seconds"] / other["seconds"], 2)
     return summary
 
 
+#: The ratios the targets are stated in: variant -> the variants it is compared with.
+RATIOS = {
+    "mirror": ("table",),
+    "package": ("table",),
+    "naive": ("mirror",),
+    "mirror_incremental": ("incremental", "table"),
+}
+
+
 def _ratio(s: dict) -> str:
-    for name in ("mirror_over_table", "package_over_table", "naive_over_mirror"):
-        if name in s:
-            return f"{name.replace('_over_', '/')} {s[name]}"
-    return ""
+    names = [f"{s['variant']}_over_{reference}" for reference in RATIOS.get(s["variant"], ())]
+    return ", ".join(f"{name.replace('_over_', '/')} {s[name]}" for name in names if name in s)
 
 
 def markdown(environment: dict, summary: list[dict]) -> str:
@@ -72,7 +77,7 @@ def plot(path: Path, summary: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     figure, (by_rows, by_churn) = plt.subplots(1, 2, figsize=(10, 4))
-    for variant in ("table", "naive", "mirror", "package"):
+    for variant in ("table", "naive", "mirror", "package", "incremental", "mirror_incremental"):
         points = sorted(
             (s["rows"], s["seconds"]) for s in summary if s["variant"] == variant and s["round"] == "churn 0.01"
         )

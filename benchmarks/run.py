@@ -28,7 +28,7 @@ from dbt.adapters.openmirror.package.publish import PackagePublisher
 from dbt.adapters.openmirror.storage import LocalStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_data import MODELS, change_round_statements, source_sql  # noqa: E402
+from bench_data import FLAGGED, MODELS, change_round_statements, source_sql  # noqa: E402
 from bench_measure import Sampler, file_snapshot, written_since  # noqa: E402
 from bench_report import summarize, write_reports  # noqa: E402
 
@@ -43,6 +43,9 @@ VARIANTS = {
     "naive": (PROJECT, "lineitem_naive"),
     "mirror": (PROJECT, "lineitem_mirror"),
     "package": (PACKAGE_PROJECT, "lineitem_package"),
+    # With --model incremental only.
+    "incremental": (PROJECT, "lineitem_incremental"),
+    "mirror_incremental": (PROJECT, "lineitem_mirror_incremental"),
 }
 DEFAULT_VARIANTS = "table,naive,mirror"
 
@@ -100,8 +103,9 @@ def write_profile(work: Path, settings: dict[str, str]) -> None:
 
 
 class Bench:
-    def __init__(self, work: Path, spark, variants: list[str], model_sql: str) -> None:
+    def __init__(self, work: Path, spark, variants: list[str], model_sql: str, flagged: bool) -> None:
         self.work = work
+        self.flagged = flagged
         self.spark = spark
         self.variants = variants
         self.model_sql = model_sql
@@ -124,11 +128,11 @@ class Bench:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
         for table, path in sources.items():
-            self.sql(source_sql(f"bench.{table}_src", path.as_uri()))
+            self.sql(source_sql(f"bench.{table}_src", path.as_uri(), self.flagged))
         return self.spark.sql(self.model_sql).count()
 
     def change(self, round_number: int, churn: float) -> None:
-        for statement in change_round_statements("bench.lineitem_src", round_number, churn):
+        for statement in change_round_statements("bench.lineitem_src", round_number, churn, self.flagged):
             self.sql(statement)
 
     def run_model(self, variant: str) -> dict:
@@ -235,7 +239,7 @@ def main() -> None:
     write_profile(args.work, settings)
     spark = start_spark(settings)  # dbt-spark's session mode gets this same session
 
-    bench = Bench(args.work, spark, variants, model_sql)
+    bench = Bench(args.work, spark, variants, model_sql, args.model in FLAGGED)
     records: list[dict] = []
     for rows in sizes:
         records += benchmark_size(bench, inputs[rows], churns, args.repeat)
