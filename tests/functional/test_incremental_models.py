@@ -136,3 +136,43 @@ class TestBadCandidates(Incremental):
         results = run_dbt(["run"], expect_pass=False)
         assert "delete_flag column 'deleted' is int, not boolean" in results[0].message
         assert tree_digest(landing_zone) == before
+
+
+class TestColumnChangesInCandidateRuns(Incremental):
+    """A column a candidate run adds is NULL on the snapshot's other rows (as in dbt's own
+    incremental models) until a reconcile run fills it; a type change is refused as in any run."""
+
+    def test_an_added_column_then_a_reconcile(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 2, false)")
+        folder = table_folder(landing_zone, schema, "orders")
+        with_region = (
+            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region from values"
+            " (1, 'a', 1, false), (2, 'B', 3, false) as t(id, name, updated_at, deleted)"
+        )
+        set_source(warehouse, schema, with_region)
+        run_dbt(["run"])
+        # Only 2 was a candidate: 1 keeps a NULL region, in the snapshot and in the mirror alike.
+        published = f"select id, name, updated_at, region from {schema}.orders"
+        assert model_output(warehouse, published) == [
+            {"id": 1, "name": "a", "updated_at": 1, "region": None},
+            {"id": 2, "name": "B", "updated_at": 3, "region": "r2"},
+        ]
+        assert_mirror_equals(warehouse, folder, published)
+        run_dbt(["run", "--vars", "{openmirror_reconcile: true}"])
+        expected = f"select id, name, updated_at, region from {schema}.src where not deleted"
+        assert_mirror_equals(warehouse, folder, expected)
+        assert_local_mirror_equals(warehouse, landing_zone, tmp_path / "mirror", schema, "orders", expected)
+
+    def test_a_type_change_among_the_candidates_is_refused(self, project, warehouse, landing_zone):
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 2, false)")
+        before = tree_digest(landing_zone)
+        as_text = (
+            "select id, cast(name as string) as name, cast(updated_at + 10 as string) as updated_at,"
+            " cast(deleted as boolean) as deleted, concat('r', id) as region from values"
+            " (1, 'a', 1, false), (2, 'B', 3, false) as t(id, name, updated_at, deleted)"
+        )
+        set_source(warehouse, project.test_schema, as_text)
+        results = run_dbt(["run"], expect_pass=False)
+        assert "updated_at" in results[0].message and "whose column type changes" in results[0].message
+        assert tree_digest(landing_zone) == before
