@@ -19,14 +19,14 @@ from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError, OpenMirrorError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
 from dbt.adapters.openmirror.planning.candidates import selects_candidates
 from dbt.adapters.openmirror.planning.run_plan import snapshot_record
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
-from dbt.adapters.openmirror.run.audit import AUDIT_HOOK_MACRO, hook_configured
-from dbt.adapters.openmirror.run.config import AFTER_TESTS, ConfigSource, UserSetConfig, is_set, mirror_config
+from dbt.adapters.openmirror.run.audit import require_audit_hook
+from dbt.adapters.openmirror.run.config import ConfigSource, UserSetConfig, is_set, mirror_config
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
@@ -128,13 +128,7 @@ class OpenMirrorAdapter(SparkAdapter):
         unrendered_config), and, when it publishes, its table's lease taken and what an
         interrupted run left finished."""
         mirror = mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
-        if mirror.publish == AFTER_TESTS and hook_configured(graph.get("nodes", {})) is None:
-            raise MirrorConfigError(
-                f"Model '{mirror.model}': publish='after_tests' holds the change until the model's "
-                f"tests passed, which is decided at the end of the invocation: add "
-                f'on-run-end: ["{{{{ {AUDIT_HOOK_MACRO}(results) }}}}"] to dbt_project.yml. '
-                "Nothing was published."
-            )
+        require_audit_hook(mirror, graph.get("nodes", {}))
         run = MirrorRun(
             self.run_context,
             self.held_changes,
@@ -172,10 +166,7 @@ class OpenMirrorAdapter(SparkAdapter):
         if relation is not None and relation.type == "table":
             snapshot = snapshot_record(table_properties(AdapterStatements(self), relation))
         selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
-        if selected:
-            self._selected_candidates.add(model_id)
-        else:
-            self._selected_candidates.discard(model_id)
+        (self._selected_candidates.add if selected else self._selected_candidates.discard)(model_id)
         return selected
 
     @available

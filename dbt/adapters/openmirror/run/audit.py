@@ -11,6 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.openmirror.errors import MirrorConfigError
+from dbt.adapters.openmirror.run.config import AFTER_TESTS, MirrorConfig
+
 #: The hook a project must run at its end for held changes to be published (README).
 AUDIT_HOOK_MACRO = "openmirror_publish_audited"
 _PASSING = ("pass", "warn")
@@ -59,3 +62,14 @@ def hook_configured(nodes: Mapping[str, Any]) -> str | None:
         if _value(node, "resource_type") == "operation" and AUDIT_HOOK_MACRO in (_value(node, "raw_code") or ""):
             return unique_id
     return None
+
+
+def require_audit_hook(mirror: MirrorConfig, nodes: Mapping[str, Any]) -> None:
+    """A model with publish='after_tests' fails before anything runs when no hook would publish it."""
+    if mirror.publish == AFTER_TESTS and hook_configured(nodes) is None:
+        raise MirrorConfigError(
+            f"Model '{mirror.model}': publish='after_tests' holds the change until the model's "
+            f"tests passed, which is decided at the end of the invocation: add "
+            f'on-run-end: ["{{{{ {AUDIT_HOOK_MACRO}(results) }}}}"] to dbt_project.yml. '
+            "Nothing was published."
+        )
