@@ -3,6 +3,7 @@ candidate rows it selected into the snapshot, rows flagged deleted are published
 a reconcile run publishes what vanished without a flag. After every run, replaying the landing
 zone equals the model's complete output (the source without the rows flagged deleted)."""
 
+import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 
@@ -95,8 +96,6 @@ class TestCandidatesFlagsAndReconcile(Incremental):
         assert response["mode"] == "incremental" and file_markers(folder)[-1] == [2]
 
     def test_the_flag_column_is_not_published(self, project, warehouse, landing_zone):
-        import pyarrow.parquet as pq
-
         folder = table_folder(landing_zone, project.test_schema, "orders")
         for path in sorted(folder.glob("*.parquet")):
             assert "deleted" not in pq.read_schema(path).names

@@ -26,7 +26,7 @@ from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.audit import require_audit_hook
-from dbt.adapters.openmirror.run.config import ConfigSource, UserSetConfig, is_set, mirror_config
+from dbt.adapters.openmirror.run.config import ConfigSource, MirrorConfig, UserSetConfig, is_set, mirror_config
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
@@ -127,7 +127,7 @@ class OpenMirrorAdapter(SparkAdapter):
         """A model's run begins: its config checked (`config` is dbt's, `set_by_user` the model's
         unrendered_config), and, when it publishes, its table's lease taken and what an
         interrupted run left finished."""
-        mirror = mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
+        mirror = self._mirror_config(model_name, this, config, set_by_user)
         require_audit_hook(mirror, graph.get("nodes", {}))
         run = MirrorRun(
             self.run_context,
@@ -160,14 +160,22 @@ class OpenMirrorAdapter(SparkAdapter):
     ) -> bool:
         """`is_incremental()` in an `open_mirror` model, as it is compiled (planning/candidates.py).
         When true, the model's run merges what it selected into its snapshot."""
-        mirror = mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
+        mirror = self._mirror_config(model_name, this, config, set_by_user)
         relation = self.get_relation(this.database, this.schema, this.identifier)
         snapshot = None
         if relation is not None and relation.type == "table":
             snapshot = snapshot_record(table_properties(AdapterStatements(self), relation))
         selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
-        (self._selected_candidates.add if selected else self._selected_candidates.discard)(model_id)
+        if selected:
+            self._selected_candidates.add(model_id)
+        else:
+            self._selected_candidates.discard(model_id)
         return selected
+
+    @staticmethod
+    def _mirror_config(model_name: str, this: Any, config: ConfigSource, set_by_user: Collection[str]) -> MirrorConfig:
+        """The model's validated config: `config` is dbt's, `set_by_user` the model's unrendered_config."""
+        return mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
 
     @available
     def openmirror_publish(self, run: MirrorRun, existing: Any | None) -> OpenMirrorResponse:

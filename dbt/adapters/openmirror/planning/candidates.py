@@ -30,7 +30,9 @@ def selects_candidates(
 
 def candidate_runs_after(snapshot: SnapshotRecord | None, candidates: bool) -> int:
     """What the new snapshot records: one more candidate run in a row, or none after a full run."""
-    return (snapshot.candidate_runs if snapshot else 0) + 1 if candidates else 0
+    if not candidates:
+        return 0
+    return (snapshot.candidate_runs if snapshot else 0) + 1
 
 
 def delete_flag_column(model: str, delete_flag: str, columns: Sequence[ColumnSpec]) -> str:

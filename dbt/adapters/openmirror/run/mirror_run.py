@@ -98,10 +98,10 @@ class MirrorRun:
         dbt's cache knows it (None on a first run)."""
         relations, catalog = self.relations, self.context.catalog
         snapshot = self._snapshot_record(existing)
-        if not self.empty and (self.candidates or self.mirror.delete_flag):
-            self._complete_output(existing, snapshot)
-        new_columns = catalog.columns(relations.new_output)
         previous_columns = catalog.columns(existing) if existing is not None else None
+        if not self.empty and (self.candidates or self.mirror.delete_flag):
+            self._complete_output(existing, snapshot, previous_columns)
+        new_columns = catalog.columns(relations.new_output)
         if self.empty:
             return self._check_empty(existing, new_columns, previous_columns)
         model_keys = self._key_columns(new_columns)
@@ -210,18 +210,27 @@ class MirrorRun:
 
     # -- the output's columns and keys, and the plan ---------------------------------------------
 
+    def _resolve_keys(self, columns: Sequence[ColumnSpec]) -> list[str]:
+        """The key columns as the model spells them, after checking the column names."""
+        names = [c.name for c in columns]
+        check_reserved_names(self.mirror.model, names)
+        return resolve_key_columns(self.mirror.model, self.mirror.unique_key, names)
+
     def _key_columns(self, columns: Sequence[ColumnSpec]) -> list[str]:
         """The key columns as the model spells them, after checking the output's column names
         and the key's types."""
-        names = [c.name for c in columns]
-        check_reserved_names(self.mirror.model, names)
-        key_columns = resolve_key_columns(self.mirror.model, self.mirror.unique_key, names)
+        key_columns = self._resolve_keys(columns)
         specs = {spec.name: spec for spec in columns}
         for warning in check_key_types(self.mirror.model, [specs[k] for k in key_columns]):
             self._warn(warning)
         return key_columns
 
-    def _complete_output(self, existing: Any | None, snapshot: SnapshotRecord | None) -> None:
+    def _complete_output(
+        self,
+        existing: Any | None,
+        snapshot: SnapshotRecord | None,
+        previous_columns: list[ColumnSpec] | None,
+    ) -> None:
         """`relations.new_output` becomes the model's complete output: the candidates it selected
         merged into the snapshot, without the rows flagged deleted (planning/candidates.py). A
         key may appear once among the rows the model selected, flagged or not."""
@@ -240,9 +249,7 @@ class MirrorRun:
         catalog.drop(selected)
         catalog.rename(relations.new_output, selected)
         columns = catalog.columns(selected)
-        names = [c.name for c in columns]
-        check_reserved_names(mirror.model, names)
-        key_columns = resolve_key_columns(mirror.model, mirror.unique_key, names)
+        key_columns = self._resolve_keys(columns)
         flag = delete_flag_column(mirror.model, mirror.delete_flag, columns) if mirror.delete_flag else None
         problems = statements.query(
             "openmirror_key_problems_sql", relation=str(selected), key_columns=key_columns, counted=False
@@ -254,7 +261,7 @@ class MirrorRun:
             model_output=str(selected),
             snapshot=str(existing) if self.candidates else None,
             columns=[c for c in columns if c.name != flag],
-            snapshot_columns=[c.name for c in catalog.columns(existing)] if self.candidates else [],
+            snapshot_columns=[c.name for c in previous_columns or []] if self.candidates else [],
             key_columns=key_columns,
             delete_flag=flag,
         )
