@@ -16,13 +16,12 @@
   {%- set run = adapter.openmirror_start(
       model.name, model.unique_id, this, config, model.unrendered_config,
       should_full_refresh(), var('openmirror_dry_run', false), flags.EMPTY, graph) -%}
-  {%- set target_relation = run.relations.target -%}
   {%- set new_relation = run.relations.new_output -%}
 
   {%- set existing_relation = load_cached_relation(this) -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ drop_relation_if_exists(load_cached_relation(run.relations.backup)) }}
-  {%- if existing_relation is not none and existing_relation.type != 'table' -%}
+  {%- if existing_relation is not none and not run.is_snapshot(existing_relation) -%}
     {{ adapter.drop_relation(existing_relation) }}
     {%- set existing_relation = none -%}
   {%- endif -%}
@@ -40,6 +39,8 @@
     {{ return({'relations': []}) }}
   {%- endif -%}
 
+  {#- A table, or the view of a snapshot a candidate run overlaid (planning/overlay.py). -#}
+  {%- set target_relation = run.snapshot_relation() -%}
   {%- do openmirror_finish(target_relation, existing_relation) -%}
 
   {{ return({'relations': [target_relation]}) }}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.support.faults import SNAPSHOT_ASIDE, FaultInjector, injected
+from tests.support.faults import OVERLAY_VIEW, SNAPSHOT_ASIDE, SNAPSHOT_TO_BASE, FaultInjector, injected
 from tests.support.mirror import findings_for, model_output, normalized, set_source, table_folder
 from tests.support.mirror_oracle import data_files, replay
 from tests.support.onelake import OnOneLake, onelake_landing_zone_on_disk
@@ -31,6 +31,9 @@ STATE_B = (
 )
 
 
+SNAPSHOT_POINTS = (SNAPSHOT_ASIDE, SNAPSHOT_TO_BASE, OVERLAY_VIEW)
+
+
 @dataclass
 class SweepReport:
     scenario: str
@@ -40,6 +43,8 @@ class SweepReport:
     #: Operations at the end of a run that release its lease (a fault there fails nothing).
     release_points: int = 0
     divergences: list[str] = field(default_factory=list)
+    #: The operations of the fault-free run that replace the snapshot.
+    snapshot_points: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         return (
@@ -106,7 +111,8 @@ def sweep(
     lines = log.read_text().splitlines()
     operations = len(lines)
     assert operations >= 5, log.read_text()
-    assert any(SNAPSHOT_ASIDE in line for line in lines), "the snapshot's replacement is no crash point"
+    report.snapshot_points = [line for line in lines if any(name in line for name in SNAPSHOT_POINTS)]
+    assert report.snapshot_points, "the snapshot's replacement is no crash point"
     # The lease's release ends the run; a fault there is logged, not raised.
     report.release_points = next(n for n, line in enumerate(reversed(lines)) if "/leases/" not in line)
     for point in crash_points(operations, every_point):
@@ -227,6 +233,9 @@ class TestCrashPointSweepOfCandidateRuns:
             expected_sql="select id, name, amount, updated_at from {schema}.src where not deleted",
         )
         assert report.divergences == [] and report.crash_points >= 4
+        # The candidate runs overlay the snapshot: the snapshot table becomes the base of a view.
+        points = " ".join(report.snapshot_points)
+        assert SNAPSHOT_TO_BASE in points and OVERLAY_VIEW in points, report.snapshot_points
 
 
 class TestCrashPointSweepOnOneLake(OnOneLake):

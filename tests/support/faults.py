@@ -9,10 +9,11 @@ file every changing operation is appended to it as it starts (also with N = 0, w
 nothing), so a test knows how many crash points a run has. Reads are not counted: failing one
 changes nothing in the landing zone.
 
-It reaches the product through two seams: `storage.open_landing_zone`, where the adapter and
-the CLI open the landing zone (the storage gets wrapped), and the adapter's `rename_relation`,
-where the old snapshot is renamed aside before the new output takes its name (a crash point
-between Spark's two renames). `injected` installs both in this process; tests/support/faulty.py
+It reaches the product through three seams: `storage.open_landing_zone`, where the adapter and
+the CLI open the landing zone (the storage gets wrapped); the adapter's `rename_relation`, where
+the old snapshot is renamed aside before the new output takes its name (a crash point between
+Spark's two renames) or to an overlaid snapshot's base; and the statement that replaces an
+overlaid snapshot's view. `injected` installs both in this process; tests/support/faulty.py
 does it for a `dbt` or `dbt-openmirror` process.
 """
 
@@ -32,6 +33,12 @@ MODES = ("raise", "kill", "stop")
 BACKUP_SUFFIX = "__dbt_backup"
 #: The log's name for that crash point.
 SNAPSHOT_ASIDE = "rename snapshot aside"
+#: A candidate run that overlays its snapshot renames a snapshot table to its base, then replaces
+#: `{{ this }}` by the view of base and overlay (planning/overlay.py): crash points too.
+BASE_SUFFIX = "__om_base"
+SNAPSHOT_TO_BASE = "rename snapshot to base"
+OVERLAY_VIEW_MACRO = "openmirror_overlay_view_sql"
+OVERLAY_VIEW = "replace the snapshot's view"
 
 
 class InjectedFault(RuntimeError):
@@ -157,15 +164,28 @@ def injected(injector: FaultInjector, adapter: bool = True) -> Iterator[FaultInj
         yield injector
 
 
-def _snapshot_aside_is_a_crash_point(injector: FaultInjector):
+@contextmanager
+def _snapshot_aside_is_a_crash_point(injector: FaultInjector) -> Iterator[None]:
     # Imported here: the adapter brings dbt-spark, which a `dbt-openmirror` process does not need.
     from dbt.adapters.openmirror.impl import OpenMirrorAdapter
+    from dbt.adapters.openmirror.run.statements import AdapterStatements
 
     rename_relation = OpenMirrorAdapter.rename_relation
+    execute = AdapterStatements.execute
 
     def rename_then_checkpoint(self, from_relation, to_relation) -> None:
         rename_relation(self, from_relation, to_relation)
         if to_relation.identifier == f"{from_relation.identifier}{BACKUP_SUFFIX}":
             injector.checkpoint(f"{SNAPSHOT_ASIDE} {from_relation}")
+        if to_relation.identifier == f"{from_relation.identifier}{BASE_SUFFIX}":
+            injector.checkpoint(f"{SNAPSHOT_TO_BASE} {from_relation}")
 
-    return mock.patch.object(OpenMirrorAdapter, "rename_relation", rename_then_checkpoint)
+    def checkpoint_then_execute(self, macro, **values) -> None:
+        if macro == OVERLAY_VIEW_MACRO:
+            injector.checkpoint(f"{OVERLAY_VIEW} {values['target']}")
+        execute(self, macro, **values)
+
+    with ExitStack() as patches:
+        patches.enter_context(mock.patch.object(OpenMirrorAdapter, "rename_relation", rename_then_checkpoint))
+        patches.enter_context(mock.patch.object(AdapterStatements, "execute", checkpoint_then_execute))
+        yield

@@ -163,7 +163,7 @@ class OpenMirrorAdapter(SparkAdapter):
         mirror = self._mirror_config(model_name, this, config, set_by_user)
         relation = self.get_relation(this.database, this.schema, this.identifier)
         snapshot = None
-        if relation is not None and relation.type == "table":
+        if relation is not None and relation.type in ("table", "view"):  # a view: an overlaid snapshot
             snapshot = snapshot_record(table_properties(AdapterStatements(self), relation))
         selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
         if selected:

@@ -23,6 +23,10 @@ SNAPSHOT_HELD = "openmirror.held"
 #: Runs in a row that selected only candidate rows (`is_incremental()` true) since the model last
 #: ran in full (planning/candidates.py).
 SNAPSHOT_CANDIDATE_RUNS = "openmirror.candidate_runs"
+#: On a snapshot kept as a base table overlaid by the rows changed since (planning/overlay.py):
+#: the run that wrote the base, and which of the two overlay tables the view reads.
+SNAPSHOT_BASE_RUN_ID = "openmirror.base_run_id"
+SNAPSHOT_OVERLAY = "openmirror.overlay"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class SnapshotRecord:
     #: The snapshot holds a change not published yet (write-audit-publish).
     held: bool = False
     candidate_runs: int = 0
+    #: Set on a snapshot overlaid by candidate runs' changes (planning/overlay.py).
+    base_run_id: str | None = None
+    overlay: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ def snapshot_properties(
     published_columns: Sequence[str],
     held: bool = False,
     candidate_runs: int = 0,
+    base_run_id: str | None = None,
+    overlay: str | None = None,
 ) -> dict[str, str]:
     properties = {
         SNAPSHOT_LANDING_ZONE: destination.landing_zone,
@@ -81,6 +90,9 @@ def snapshot_properties(
     }
     if held:
         properties[SNAPSHOT_HELD] = "true"
+    if base_run_id is not None and overlay is not None:
+        properties[SNAPSHOT_BASE_RUN_ID] = base_run_id
+        properties[SNAPSHOT_OVERLAY] = overlay
     return properties
 
 
@@ -104,6 +116,8 @@ def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
         columns,
         properties.get(SNAPSHOT_HELD) == "true",
         int(runs) if (runs := properties.get(SNAPSHOT_CANDIDATE_RUNS, "0")).isdigit() else 0,
+        properties.get(SNAPSHOT_BASE_RUN_ID),
+        properties.get(SNAPSHOT_OVERLAY),
     )
 
 

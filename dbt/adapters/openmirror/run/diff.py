@@ -17,7 +17,7 @@ from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_p
 from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.statements import Catalog, Statements, table_properties
+from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, table_properties
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class SnapshotDiff:
             hash_diff.HASHES_RUN_ID: self.run_id,
             hash_diff.HASHES_COLUMNS: statements.render("openmirror_hash_signature", hashed=columns),
         }
-        output_rows = self._row_count(relations.new_output)
+        output_rows = row_count(self.statements, relations.new_output)
         self.catalog.drop(relations.new_hashes)
         statements.execute(
             "openmirror_key_hashes_sql",
@@ -90,7 +90,7 @@ class SnapshotDiff:
             new = str(relations.new_output)
             if plan.mode != INCREMENTAL:
                 self._check_keys(plan, relations.new_hashes, counted=False)
-                self._warn_key_lookalikes(plan, relations.new_hashes)
+                self.warn_key_lookalikes(plan, relations.new_hashes)
                 sql = statements.render(
                     "openmirror_initial_load_sql",
                     relation=new,
@@ -105,7 +105,7 @@ class SnapshotDiff:
             if not self._hashes_match(snapshot, signature):
                 self.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
                 self._check_keys(plan, relations.new_hashes, counted=False)
-                self._warn_key_lookalikes(plan, relations.new_hashes)
+                self.warn_key_lookalikes(plan, relations.new_hashes)
                 sql = statements.render(
                     "openmirror_change_rows_sql",
                     new_relation=new,
@@ -130,7 +130,7 @@ class SnapshotDiff:
             )
             self.catalog.created(changes)
             self._check_keys(plan, changes, counted=True)
-            self._warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
+            self.warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
             sql = statements.render(
                 "openmirror_changed_rows_sql",
                 new_relation=new,
@@ -141,7 +141,9 @@ class SnapshotDiff:
                 change_markers=mirror.change_markers,
                 position=mirror.row_marker_position,
             )
-            return ChangeRows(sql, hash_diff.writer_count(self._row_count(changes), mirror.max_rows_per_file), True)
+            return ChangeRows(
+                sql, hash_diff.writer_count(row_count(self.statements, changes), mirror.max_rows_per_file), True
+            )
 
     @contextmanager
     def _sorted_bucket_scans(self) -> Iterator[None]:
@@ -152,10 +154,6 @@ class SnapshotDiff:
             yield
         finally:
             self.statements.execute("openmirror_sorted_bucket_scans_sql", on=False)
-
-    def _row_count(self, relation: Any) -> int:
-        rows = self.statements.query("openmirror_row_count_sql", relation=str(relation))
-        return int(rows[0][0])
 
     def _hashes_match(self, snapshot: SnapshotRecord | None, signature: str) -> bool:
         """Whether the snapshot's key hashes can be trusted (decided by `hash_diff.hashes_usable`)."""
@@ -176,7 +174,7 @@ class SnapshotDiff:
         )
         raise_key_problems(self.mirror.model, key_columns, problems, self.mirror.show_key_values)
 
-    def _warn_key_lookalikes(self, plan: RunPlan, keys: Any, new_keys: Any = None) -> None:
+    def warn_key_lookalikes(self, plan: RunPlan, keys: Any, new_keys: Any = None) -> None:
         """String keys that differ only in case or trailing spaces: among all keys (`keys`, a row
         per key), or between this run's new keys (`new_keys`, the changed keys) and all keys."""
         key_columns = plan.key_columns

@@ -18,7 +18,8 @@ from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
-from dbt.adapters.openmirror.run.relations import HASHES, beside
+from dbt.adapters.openmirror.run.overlay import drop_stale_layers
+from dbt.adapters.openmirror.run.relations import HASHES, RunRelations, beside
 from dbt.adapters.openmirror.run.statements import table_properties
 
 #: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
@@ -106,6 +107,7 @@ class HeldChanges:
         sequence = PublishSequence(self.context.publisher, self.context.leases.fence(change.lease))
         sequence.publish(change.pending, change.mirror.rebuild_wait_seconds, if_refused=lambda: self._discard(change))
         self.release_audit_base(change.target)
+        drop_stale_layers(self.context.catalog, RunRelations.of(change.target, publishes=True))
 
     def _discard(self, change: HeldChange) -> None:
         self.context.publisher.discard(change.pending.staged_folder)

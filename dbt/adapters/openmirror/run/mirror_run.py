@@ -12,13 +12,16 @@ Every statement goes through `Statements` (the macros of macros/sql/) and every 
 `Catalog`, so the unit tests run each branch against a fake warehouse.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, PublishError, RunInterruptedError
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.candidates import candidate_runs_after, delete_flag_column
+from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS
 from dbt.adapters.openmirror.planning.keys import check_key_types, raise_key_problems, resolve_key_columns
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, base_run_id, free_slot
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     REBUILD,
@@ -40,6 +43,13 @@ from dbt.adapters.openmirror.run.config import AFTER_TESTS, MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
 from dbt.adapters.openmirror.run.held_changes import HeldChange, HeldChanges
+from dbt.adapters.openmirror.run.overlay import (
+    Candidates,
+    OverlayRecord,
+    SnapshotOverlay,
+    drop_stale_layers,
+    model_columns,
+)
 from dbt.adapters.openmirror.run.relations import RunRelations, beside
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
 from dbt.adapters.openmirror.run.statements import table_properties
@@ -100,7 +110,13 @@ class MirrorRun:
         snapshot = self._snapshot_record(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
         if not self.empty and (self.candidates or self.mirror.delete_flag):
-            self._complete_output(existing, snapshot, previous_columns)
+            candidates = self._select_candidates(existing, snapshot)
+            if self._overlays(snapshot) and existing is not None and snapshot is not None:
+                overlay = SnapshotOverlay(self.context.statements, catalog, self.mirror, relations, snapshot, existing)
+                response = self._publish_overlay(overlay, candidates, previous_columns)
+                if response is not None:
+                    return response
+            self._complete_output(existing, candidates, previous_columns)
         new_columns = catalog.columns(relations.new_output)
         if self.empty:
             return self._check_empty(existing, new_columns, previous_columns)
@@ -108,32 +124,105 @@ class MirrorRun:
         state = self.context.publisher.table_state(self.mirror.table_folder)
         plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
         self._drop_ignored_columns(plan)
-        diff = SnapshotDiff(
-            self.context.statements,
-            catalog,
-            self.mirror,
-            relations,
-            self.run_id,
-            self._warn,
-            self.context.debug,
-        )
+        diff = self._diff()
         change = diff.change_rows(plan, snapshot, existing, diff.key_hashes(plan))
         if self.dry_run:
             response = self._report_dry_run(plan, state, change)
             for relation in (relations.new_output, relations.new_hashes, relations.changes):
                 catalog.drop(relation)
             return response
+        candidate_runs = candidate_runs_after(snapshot, self.candidates)
+        return self._stage_and_publish(plan, state, change, relations.new_output, candidate_runs, self._make_snapshot)
+
+    def _diff(self) -> SnapshotDiff:
+        return SnapshotDiff(
+            self.context.statements,
+            self.context.catalog,
+            self.mirror,
+            self.relations,
+            self.run_id,
+            self._warn,
+            self.context.debug,
+        )
+
+    def _stage_and_publish(
+        self,
+        plan: RunPlan,
+        state: TableFolderState,
+        change: ChangeRows,
+        output: Any,
+        candidate_runs: int,
+        make_snapshot: Callable[[], None],
+        overlay: OverlayRecord | None = None,
+    ) -> OpenMirrorResponse:
+        """Stage the change rows, record `output` as the snapshot it will be, and publish (or
+        hold the change for the model's tests)."""
         staging = self._stage(change)
         counts = self._marker_counts(plan, staging)
         land_staged_files(self.context.storage, staging)
         pending = self._prepare_publish(plan, staging, state, counts)
-        self._record_snapshot(plan, pending, candidate_runs_after(snapshot, self.candidates))
+        self._record_snapshot(plan, pending, candidate_runs, output, overlay)
         if self.mirror.publish == AFTER_TESTS:
             published = self._hold(pending)
         else:
-            published = self._publish(pending)
+            published = self._publish(pending, make_snapshot)
             self.release_lease()
         return self._response(plan, counts, published.names)
+
+    def _overlays(self, snapshot: SnapshotRecord | None) -> bool:
+        """Whether this run may overlay its snapshot rather than merge into a complete table
+        (planning/overlay.py then decides from the data): a publishing candidate run whose change
+        is not held for its tests."""
+        return self.candidates and self.publishes and self.mirror.publish != AFTER_TESTS and snapshot is not None
+
+    def _publish_overlay(
+        self, overlay: SnapshotOverlay, candidates: Candidates, previous_columns: list[ColumnSpec] | None
+    ) -> OpenMirrorResponse | None:
+        """A candidate run at the cost of its candidates: the snapshot stays the base of a view,
+        the candidates go into the overlay (planning/overlay.py). None, with nothing changed, when
+        the run must merge into a complete table instead."""
+        snapshot = overlay.snapshot
+        state = self.context.publisher.table_state(self.mirror.table_folder)
+        columns = candidates.published_columns
+        plan = plan_run(
+            self._destination(str(self.relations.target)),
+            candidates.key_columns,
+            state,
+            snapshot,
+            self.full_refresh,
+            previous_columns,
+            columns,
+            self.mirror.on_schema_change,
+        )
+        refusal = overlay.refusal(plan, candidates)
+        if refusal is not None:
+            self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
+            return None
+        self._key_columns(columns)
+        slot = free_slot(snapshot)
+        target = self.relations.overlay(slot)
+        change = overlay.change_rows(plan, candidates, target, self._diff())
+        return self._stage_and_publish(
+            plan,
+            state,
+            change,
+            target,
+            candidate_runs_after(snapshot, True),
+            lambda: self._promote_overlay(slot, plan.key_columns),
+            OverlayRecord(base_run_id(snapshot) or "", slot, overlay.signature(plan)),
+        )
+
+    def is_snapshot(self, relation: Any) -> bool:
+        """Whether `relation`, found under the model's name, can be its snapshot: a table, or the
+        view of an overlaid snapshot (planning/overlay.py). Anything else is replaced."""
+        if relation.type == "table":
+            return True
+        record = self._snapshot_record(relation) if relation.type == "view" else None
+        return record is not None and record.overlay is not None
+
+    def snapshot_relation(self) -> Any:
+        """`{{ this }}` as the run left it: a table, or an overlaid snapshot's view."""
+        return self.context.catalog.find(self.relations.target) or self.relations.target
 
     def close(self) -> None:
         """The model ended (also when it failed): its lease and local staging folders go."""
@@ -185,17 +274,27 @@ class MirrorRun:
     def _recover(self) -> None:
         """Finish or discard a publish an interrupted run left journaled, and its leftovers."""
         lease, relations, mirror = self._held_lease(), self.relations, self.mirror
-        self.context.catalog.refresh([relations.target, relations.new_output, relations.backup])
+        overlays = [relations.overlay(slot) for slot in OVERLAY_SLOTS]
+        self.context.catalog.refresh(
+            [relations.target, relations.new_output, relations.backup, relations.base, *overlays]
+        )
+        promote: list[Callable[[], None]] = [self._replace_snapshot]
 
         def crashed_output(pending: PendingPublish) -> CrashedRunOutput:
-            return CrashedRunOutput(self._run_id_of(relations.target), self._run_id_of(relations.new_output))
+            output_run_id = self._run_id_of(relations.new_output)
+            for slot in OVERLAY_SLOTS:
+                if output_run_id != pending.run_id and self._run_id_of(relations.overlay(slot)) == pending.run_id:
+                    output_run_id = pending.run_id
+                    promote[0] = partial(self._promote_overlay, slot, pending.key_columns)
+            return CrashedRunOutput(self._run_id_of(relations.target), output_run_id)
 
         def report(recovery: Recovery) -> None:
             self._warn(f"Model '{mirror.model}': recovering {mirror.table_folder}: {recovery.message}")
 
         sequence = PublishSequence(self.context.publisher, self.context.leases.fence(lease))
-        sequence.recover(mirror.table_folder, crashed_output, report, promote=self._replace_snapshot)
+        sequence.recover(mirror.table_folder, crashed_output, report, promote=lambda: promote[0]())
         self.held.settle(mirror, relations.target, self._warn)
+        drop_stale_layers(self.context.catalog, self.relations)
         if lease.taken_from is not None:
             self.context.publisher.discard(scratch_path(lease.taken_from.run_id))
 
@@ -225,21 +324,10 @@ class MirrorRun:
             self._warn(warning)
         return key_columns
 
-    def _complete_output(
-        self,
-        existing: Any | None,
-        snapshot: SnapshotRecord | None,
-        previous_columns: list[ColumnSpec] | None,
-    ) -> None:
-        """`relations.new_output` becomes the model's complete output: the candidates it selected
-        merged into the snapshot, without the rows flagged deleted (planning/candidates.py). A
-        key may appear once among the rows the model selected, flagged or not."""
-        mirror, catalog, statements, relations = (
-            self.mirror,
-            self.context.catalog,
-            self.context.statements,
-            self.relations,
-        )
+    def _select_candidates(self, existing: Any | None, snapshot: SnapshotRecord | None) -> Candidates:
+        """What the model selected, moved to `relations.model_output`, its keys checked: a key may
+        appear once among the rows it selected, flagged deleted or not."""
+        mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
         if self.candidates and (existing is None or snapshot is None):
             raise PublishError(
                 f"Model '{mirror.model}' selected only candidate rows (is_incremental() was true), but its "
@@ -251,22 +339,33 @@ class MirrorRun:
         columns = catalog.columns(selected)
         key_columns = self._resolve_keys(columns)
         flag = delete_flag_column(mirror.model, mirror.delete_flag, columns) if mirror.delete_flag else None
-        problems = statements.query(
+        problems = self.context.statements.query(
             "openmirror_key_problems_sql", relation=str(selected), key_columns=key_columns, counted=False
         )
         raise_key_problems(mirror.model, key_columns, problems, mirror.show_key_values)
-        statements.execute(
+        return Candidates(selected, columns, key_columns, flag)
+
+    def _complete_output(
+        self,
+        existing: Any | None,
+        candidates: Candidates,
+        previous_columns: list[ColumnSpec] | None,
+    ) -> None:
+        """`relations.new_output` becomes the model's complete output: the candidates it selected
+        merged into the snapshot, without the rows flagged deleted (planning/candidates.py)."""
+        relations, catalog = self.relations, self.context.catalog
+        self.context.statements.execute(
             "openmirror_complete_output_sql",
             target=str(relations.new_output),
-            model_output=str(selected),
+            model_output=str(candidates.relation),
             snapshot=str(existing) if self.candidates else None,
-            columns=[c for c in columns if c.name != flag],
+            columns=candidates.published_columns,
             snapshot_columns=[c.name for c in previous_columns or []] if self.candidates else [],
-            key_columns=key_columns,
-            delete_flag=flag,
+            key_columns=candidates.key_columns,
+            delete_flag=candidates.delete_flag,
         )
         catalog.created(relations.new_output)
-        catalog.drop(selected)
+        catalog.drop(candidates.relation)
 
     def _snapshot_record(self, relation: Any | None) -> SnapshotRecord | None:
         if relation is None:
@@ -381,13 +480,20 @@ class MirrorRun:
             publisher.discard(staging.path)
             raise
 
-    def _record_snapshot(self, plan: RunPlan, pending: PendingPublish, candidate_runs: int) -> None:
-        """The new output records the landing zone, folder and number it will match, the run that
+    def _record_snapshot(
+        self,
+        plan: RunPlan,
+        pending: PendingPublish,
+        candidate_runs: int,
+        output: Any,
+        overlay: OverlayRecord | None,
+    ) -> None:
+        """`output` records the landing zone, folder and number it will match, the run that
         publishes it and the names its columns are published under (dropped columns are kept,
-        as nulls, under the names the mirror knows)."""
-        statements, new = self.context.statements, str(self.relations.new_output)
+        as nulls, under the names the mirror knows); an overlay also its base and slot."""
+        statements, relation = self.context.statements, str(output)
         if plan.schema.kept:
-            statements.execute("openmirror_keep_columns_sql", relation=new, kept=plan.schema.kept)
+            statements.execute("openmirror_keep_columns_sql", relation=relation, kept=plan.schema.kept)
         published = [c.published_name for c in (*plan.schema.columns, *plan.schema.kept)]
         properties = snapshot_properties(
             self._destination(pending.owner or ""),
@@ -396,10 +502,14 @@ class MirrorRun:
             published,
             held=self.mirror.publish == AFTER_TESTS,
             candidate_runs=candidate_runs,
+            base_run_id=overlay.base_run_id if overlay else None,
+            overlay=overlay.slot if overlay else None,
         )
-        statements.execute("openmirror_snapshot_record_sql", relation=new, properties=properties)
+        if overlay is not None:
+            properties[HASHES_COLUMNS] = overlay.signature
+        statements.execute("openmirror_snapshot_record_sql", relation=relation, properties=properties)
 
-    def _publish(self, pending: PendingPublish) -> PublishedFiles:
+    def _publish(self, pending: PendingPublish, make_snapshot: Callable[[], None]) -> PublishedFiles:
         """The publish sequence; the output becomes the snapshot just before the commit. A
         failure before the journal entry discards the staged files; after it, everything is
         left for the next run's recovery to finish (see publishing/recovery.py)."""
@@ -417,17 +527,18 @@ class MirrorRun:
         return sequence.publish(
             pending,
             self.mirror.rebuild_wait_seconds,
-            make_snapshot=self._make_snapshot,
+            make_snapshot=make_snapshot,
             if_refused=discard,
         )
 
     def _make_snapshot(self) -> None:
         self._replace_snapshot()
         self._replace_hashes()
+        drop_stale_layers(self.context.catalog, self.relations)
 
     def _replace_snapshot(self) -> None:
-        """The new output becomes `{{ this }}`; the old one is dropped. The one place the
-        snapshot is renamed."""
+        """The new output becomes `{{ this }}`; the old one (a table, or an overlaid snapshot's
+        view) is dropped. The one place a complete output becomes the snapshot."""
         catalog, relations = self.context.catalog, self.relations
         existing = catalog.find(relations.target)
         if existing is not None:
@@ -437,6 +548,36 @@ class MirrorRun:
         catalog.rename(relations.new_output, relations.target)
         if existing is not None:
             catalog.drop(relations.backup)
+
+    def _promote_overlay(self, slot: str, key_columns: list[str]) -> None:
+        """The overlay in `slot` becomes part of the snapshot: a plain snapshot table becomes the
+        base, and `{{ this }}` the view of the base overlaid by it, carrying the overlay's record
+        (one statement). The one place an overlay becomes the snapshot; it can be repeated (the
+        recovery of a run that stopped halfway through it)."""
+        catalog, relations, statements = self.context.catalog, self.relations, self.context.statements
+        overlay = relations.overlay(slot)
+        existing = catalog.find(relations.target)
+        if existing is not None and existing.type == "table":
+            if catalog.find(relations.base) is not None:
+                catalog.drop(relations.base)
+            catalog.rename(existing, relations.base)
+        properties = table_properties(statements, overlay)
+        statements.execute(
+            "openmirror_overlay_view_sql",
+            target=str(relations.target),
+            base=str(relations.base),
+            overlay=str(overlay),
+            columns=model_columns(catalog, overlay),
+            key_columns=key_columns,
+            properties={k: v for k, v in properties.items() if k.startswith("openmirror.")},
+        )
+        if existing is None or existing.type != "view":
+            catalog.created(relations.target.incorporate(type="view"))
+        for other in OVERLAY_SLOTS:
+            if other != slot:
+                catalog.drop(relations.overlay(other))
+        catalog.drop(relations.changes)
+        catalog.drop(relations.model_output)
 
     def _replace_hashes(self) -> None:
         """The output's key hashes go with it. They carry its run id, so a crash before this

@@ -29,6 +29,12 @@ class RunRelations:
     #: The model's output before it is completed (candidate rows merged into the snapshot, rows
     #: flagged deleted left out): planning/candidates.py.
     model_output: Any
+    #: An overlaid snapshot's base table (planning/overlay.py).
+    base: Any
+
+    def overlay(self, slot: str) -> Any:
+        """One of the two overlay tables of an overlaid snapshot (planning/overlay.py)."""
+        return beside(self.target, f"__om_overlay_{slot}")
 
     @classmethod
     def of(cls, this: Any, publishes: bool) -> "RunRelations":
@@ -42,4 +48,5 @@ class RunRelations:
             previous_hashes=beside(target, HASHES),
             changes=beside(target, f"{prefix}_changes"),
             model_output=beside(target, f"{prefix}_model_output"),
+            base=beside(target, "__om_base"),
         )

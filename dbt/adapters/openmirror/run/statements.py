@@ -71,7 +71,8 @@ class AdapterCatalog:
         return [ColumnSpec(c.column, c.dtype) for c in self.adapter.get_columns_in_relation(relation)]
 
     def drop(self, relation: Any) -> None:
-        self.adapter.drop_relation(relation)
+        # As found: a name may hold a view (an overlaid snapshot), which `drop table` refuses.
+        self.adapter.drop_relation(self.find(relation) or relation)
 
     def rename(self, relation: Any, to: Any) -> None:
         self.adapter.rename_relation(relation, to)
@@ -103,3 +104,9 @@ def table_properties(statements: Statements, relation: Any) -> dict[str, str]:
     """A table's properties (`show tblproperties`)."""
     rows = statements.query("openmirror_show_properties_sql", relation=str(relation))
     return {str(row[0]): str(row[1]) for row in rows}
+
+
+def row_count(statements: Statements, relation: Any) -> int:
+    """A table's row count (of a Parquet table: read from the files' footers, no column read)."""
+    rows = statements.query("openmirror_row_count_sql", relation=str(relation))
+    return int(rows[0][0])

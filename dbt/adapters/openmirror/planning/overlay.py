@@ -1,0 +1,76 @@
+"""Snapshots overlaid by candidate runs: an incremental model's run at the cost of its change.
+
+A candidate run (the model's `is_incremental()` was true) changes a few rows of a large snapshot.
+Rewriting `{{ this }}` for them would cost a full table write on plain Parquet, so the run keeps
+the snapshot as it is, as a *base* table, and writes only an *overlay*: the latest state of every
+key a candidate run selected since the base was written (its row, its key hashes, and whether it
+was flagged deleted). `{{ this }}` becomes a view of the base's rows whose keys are not in the
+overlay plus the overlay's rows that are not deleted (macros/sql/overlay.sql), so `ref()`, tests
+and the `max(updated_at)` idiom see the complete output.
+
+The overlay is rewritten each candidate run (it holds few rows), into the one of two overlay
+tables the view does not read; replacing the view is the one statement that makes the run's
+output the snapshot, and its properties are the snapshot's record. A run in full (first run,
+--full-refresh, reconcile, a schema change, an overlay grown past its share) writes a complete
+table again, which replaces the view: the overlay is folded back into a base.
+"""
+
+from dataclasses import dataclass
+
+from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
+
+#: The two overlay tables beside a snapshot (`<this>__om_overlay_a`, `..._b`).
+OVERLAY_SLOTS = ("a", "b")
+#: Largest overlay a candidate run writes, as a share of the base's rows but at least
+#: MIN_OVERLAY_ROWS; past it the run merges the candidates into a complete table. Every reader of
+#: the view anti-joins the base with the overlay, which stays cheap while the overlay is small.
+MAX_OVERLAY_SHARE = 0.05
+MIN_OVERLAY_ROWS = 100_000
+
+
+def overlay_limit(base_rows: int) -> int:
+    """The most rows an overlay over `base_rows` rows may hold."""
+    return max(MIN_OVERLAY_ROWS, int(MAX_OVERLAY_SHARE * base_rows))
+
+
+def free_slot(snapshot: SnapshotRecord | None) -> str:
+    """The overlay table a run writes: the one the snapshot's view does not read."""
+    current = snapshot.overlay if snapshot else None
+    return OVERLAY_SLOTS[1] if current == OVERLAY_SLOTS[0] else OVERLAY_SLOTS[0]
+
+
+def base_run_id(snapshot: SnapshotRecord) -> str | None:
+    """The run that wrote the snapshot's base (its key hashes carry that run id)."""
+    return snapshot.base_run_id if snapshot.overlay else snapshot.run_id
+
+
+@dataclass(frozen=True)
+class OverlayFacts:
+    """What decides whether a candidate run overlays the snapshot."""
+
+    plan: RunPlan
+    #: The snapshot's base key hashes are the base's, over the columns this run hashes.
+    base_hashes_usable: bool
+    #: The current overlay's hashes cover the columns this run hashes (True without an overlay).
+    overlay_hashes_usable: bool
+    base_rows: int
+    overlay_rows: int
+    candidate_rows: int
+
+
+def overlay_refusal(facts: OverlayFacts) -> str | None:
+    """Why a candidate run merges its candidates into a complete table instead of overlaying the
+    snapshot (None: it overlays). Every reason is one a run in full handles: a new table folder or
+    rebuild, column changes, hashes that cannot be trusted, an overlay grown past its share."""
+    plan = facts.plan
+    if plan.mode != INCREMENTAL:
+        return f"the run is a full load ({plan.reason})"
+    schema = plan.schema
+    if schema.kept or schema.added or schema.ignored or schema.respelled:
+        return "the model's columns changed"
+    if not (facts.base_hashes_usable and facts.overlay_hashes_usable):
+        return "the snapshot's key hashes do not cover this run's columns"
+    rows, limit = facts.overlay_rows + facts.candidate_rows, overlay_limit(facts.base_rows)
+    if rows > limit:
+        return f"the overlay would hold up to {rows} rows, more than {limit} over a base of {facts.base_rows}"
+    return None

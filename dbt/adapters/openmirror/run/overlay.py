@@ -1,0 +1,156 @@
+"""A candidate run that overlays its snapshot (planning/overlay.py decides when; the SQL is
+macros/sql/overlay.sql): the new overlay, the changed keys among the candidates, and the change
+rows, all at the cost of the candidates (the base is only streamed past their keys)."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.openmirror.planning import hash_diff
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts, base_run_id, overlay_refusal
+from dbt.adapters.openmirror.planning.run_plan import RunPlan, SnapshotRecord
+from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ColumnSpec
+from dbt.adapters.openmirror.run.config import MirrorConfig
+from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
+from dbt.adapters.openmirror.run.relations import RunRelations
+from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, table_properties
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What an incremental model selected: its table, columns, key columns (as it spells them)
+    and its delete flag column (None without `delete_flag`)."""
+
+    relation: Any
+    columns: list[ColumnSpec]
+    key_columns: list[str]
+    delete_flag: str | None
+
+    @property
+    def published_columns(self) -> list[ColumnSpec]:
+        """The columns the complete output has: the model's without the delete flag."""
+        return [c for c in self.columns if c.name != self.delete_flag]
+
+
+@dataclass(frozen=True)
+class OverlayRecord:
+    """What an overlay's snapshot record adds: the base it overlays, which overlay table the view
+    reads, and what the overlay's key hashes cover."""
+
+    base_run_id: str
+    slot: str
+    signature: str
+
+
+def model_columns(catalog: Catalog, overlay: Any) -> list[str]:
+    """An overlay table's model columns (without its key hashes and deleted flag)."""
+    return [c.name for c in catalog.columns(overlay) if not c.name.lower().startswith(INTERNAL_PREFIX)]
+
+
+def drop_stale_layers(catalog: Catalog, relations: RunRelations) -> None:
+    """An overlaid snapshot's base and overlays live as long as `{{ this }}` is their view; once
+    a complete table replaced it, they go."""
+    existing = catalog.find(relations.target)
+    if existing is None or existing.type != "table":
+        return
+    for layer in (relations.base, *(relations.overlay(slot) for slot in OVERLAY_SLOTS)):
+        if catalog.find(layer) is not None:
+            catalog.drop(layer)
+
+
+class SnapshotOverlay:
+    def __init__(
+        self,
+        statements: Statements,
+        catalog: Catalog,
+        mirror: MirrorConfig,
+        relations: RunRelations,
+        snapshot: SnapshotRecord,
+        existing: Any,
+    ) -> None:
+        self.statements = statements
+        self.catalog = catalog
+        self.mirror = mirror
+        self.relations = relations
+        self.snapshot = snapshot
+        self.existing = existing
+
+    @property
+    def current(self) -> Any | None:
+        """The overlay the snapshot's view reads (None: the snapshot is a plain table)."""
+        return self.relations.overlay(self.snapshot.overlay) if self.snapshot.overlay else None
+
+    def refusal(self, plan: RunPlan, candidates: Candidates) -> str | None:
+        """Why this run cannot overlay the snapshot (planning/overlay.py), None when it can."""
+        signature = self.signature(plan)
+        relations, current = self.relations, self.current
+        self.catalog.refresh([relations.previous_hashes])
+        base_hashes = self._properties(relations.previous_hashes)
+        overlay_properties = (self._properties(current) if current is not None else None) or {}
+        facts = OverlayFacts(
+            plan,
+            hash_diff.hashes_usable(base_hashes, base_run_id(self.snapshot), signature),
+            current is None or overlay_properties.get(hash_diff.HASHES_COLUMNS) == signature,
+            row_count(self.statements, relations.base if current is not None else self.existing),
+            row_count(self.statements, current) if current is not None else 0,
+            row_count(self.statements, candidates.relation),
+        )
+        return overlay_refusal(facts)
+
+    def signature(self, plan: RunPlan) -> str:
+        return self.statements.render(
+            "openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, plan.key_columns)
+        )
+
+    def _properties(self, relation: Any) -> dict[str, str] | None:
+        return table_properties(self.statements, relation) if self.catalog.find(relation) is not None else None
+
+    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, diff: SnapshotDiff) -> ChangeRows:
+        """Write `overlay` (the candidates with their key hashes, over the current overlay's other
+        rows), find the changed keys among the candidates and select their change rows."""
+        statements, catalog, relations, mirror = self.statements, self.catalog, self.relations, self.mirror
+        current = self.current
+        key_columns = plan.key_columns
+        catalog.drop(overlay)
+        statements.execute(
+            "openmirror_overlay_sql",
+            target=str(overlay),
+            candidates=str(candidates.relation),
+            previous_overlay=str(current) if current is not None else None,
+            columns=plan.schema.columns,
+            key_columns=key_columns,
+            hashed=hash_diff.hashed_columns(plan.schema, key_columns),
+            delete_flag=candidates.delete_flag,
+        )
+        catalog.created(overlay)
+        changes = relations.changes
+        catalog.drop(changes)
+        statements.execute(
+            "openmirror_overlay_changes_sql",
+            target=str(changes),
+            new_overlay=str(overlay),
+            candidates=str(candidates.relation),
+            previous_overlay=str(current) if current is not None else None,
+            base_hashes=str(relations.previous_hashes),
+            key_columns=key_columns,
+            change_markers=mirror.change_markers,
+        )
+        catalog.created(changes)
+        all_keys = statements.render(
+            "openmirror_overlay_keys_sql",
+            base_hashes=str(relations.previous_hashes),
+            overlay=str(overlay),
+            key_columns=key_columns,
+        )
+        diff.warn_key_lookalikes(plan, all_keys, new_keys=changes)
+        sql = statements.render(
+            "openmirror_changed_rows_sql",
+            new_relation=str(candidates.relation),
+            changes=str(changes),
+            columns=plan.schema.columns,
+            kept=[],
+            key_columns=key_columns,
+            change_markers=mirror.change_markers,
+            position=mirror.row_marker_position,
+        )
+        changed = row_count(statements, changes)
+        return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True)

@@ -1,0 +1,90 @@
+{#- Snapshots overlaid by candidate runs (planning/overlay.py): a base table, an overlay with
+    the latest state of every key selected since, and {{ this }} a view of both. Keys are never
+    NULL (checked before). -#}
+
+{#- The overlay's own columns, after the model's: the row's key hashes and whether it is deleted. -#}
+{%- macro openmirror_overlay_deleted() -%}`__openmirror_deleted`{%- endmacro -%}
+
+{#- The candidates, each with its key hashes and deleted flag, and the current overlay's rows
+    whose keys are not among them. `columns` are the published columns (the model's without the
+    delete flag). -#}
+{%- macro openmirror_overlay_sql(target, candidates, previous_overlay, columns, key_columns, hashed, delete_flag) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set names = [] -%}
+  {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column.name)) -%}{%- endfor -%}
+  {%- set deleted = 'coalesce(' ~ om.openmirror_quote(delete_flag) ~ ', false)' if delete_flag else 'false' -%}
+create table {{ target }} using parquet as
+select {{ names | join(', ') }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`,
+  {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`, {{ deleted }} as {{ om.openmirror_overlay_deleted() }}
+from {{ candidates }}
+{%- if previous_overlay %}
+union all
+select {% for name in names %}o.{{ name }}, {% endfor %}o.`__openmirror_hash1`, o.`__openmirror_hash2`, o.{{ om.openmirror_overlay_deleted() }}
+from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmirror_key_join('o', 'c', key_columns) }}
+{%- endif %}
+{%- endmacro -%}
+
+{#- The candidates' changed keys with their marker: a key the snapshot does not hold (or holds
+    deleted) is new, a flagged key it holds is deleted, a key whose hashes differ is changed;
+    candidates as published are left out. The snapshot's state of a key is the overlay's, else the
+    base's key hashes; both are narrowed to the candidates' keys first (a semi join that streams
+    them past the candidates' keys), so nothing large is shuffled. -#}
+{%- macro openmirror_overlay_changes_sql(target, new_overlay, candidates, previous_overlay, base_hashes, key_columns, change_markers) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set deleted = om.openmirror_overlay_deleted() -%}
+  {%- set base_keys = [] -%}
+  {%- for key in key_columns -%}{%- do base_keys.append('h.' ~ om.openmirror_quote(key)) -%}{%- endfor -%}
+  {%- if previous_overlay -%}
+    {%- set alive = '(case when o.`__openmirror_hash1` is not null then not o.' ~ deleted ~ ' else b.`__openmirror_hash1` is not null end)' -%}
+    {%- set was = 'coalesce(o.{0}, b.{0})' -%}
+  {%- else -%}
+    {%- set alive = '(b.`__openmirror_hash1` is not null)' -%}
+    {%- set was = 'b.{0}' -%}
+  {%- endif -%}
+create table {{ target }} using parquet as
+with c as (
+  select n.* from {{ new_overlay }} n left semi join {{ candidates }} k on {{ om.openmirror_key_join('n', 'k', key_columns) }}
+),
+{%- if previous_overlay %}
+o as (
+  select p.* from {{ previous_overlay }} p left semi join c on {{ om.openmirror_key_join('p', 'c', key_columns) }}
+),
+{%- endif %}
+b as (
+  select {{ base_keys | join(', ') }}, h.`__openmirror_hash1`, h.`__openmirror_hash2` from {{ base_hashes }} h
+  left semi join c on {{ om.openmirror_key_join('h', 'c', key_columns) }}
+)
+select {% for key in key_columns %}c.{{ om.openmirror_quote(key) }}, {% endfor -%}
+  cast(case when not {{ alive }} then {{ om.openmirror_new_marker(change_markers) }}
+    when c.{{ deleted }} then {{ om.openmirror_delete_marker() }}
+    else {{ om.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`
+from c
+{%- if previous_overlay %}
+left join o on {{ om.openmirror_key_join('c', 'o', key_columns) }}
+{%- endif %}
+left join b on {{ om.openmirror_key_join('c', 'b', key_columns) }}
+where (not c.{{ deleted }} and not {{ alive }})
+  or (c.{{ deleted }} and {{ alive }})
+  or (not c.{{ deleted }} and {{ alive }} and (c.`__openmirror_hash1` <> {{ was.format('`__openmirror_hash1`') }}
+    or c.`__openmirror_hash2` <> {{ was.format('`__openmirror_hash2`') }}))
+{%- endmacro -%}
+
+{#- {{ this }} as the base's rows whose keys the overlay does not hold, and the overlay's rows not
+    deleted; `properties` are the snapshot's record. -#}
+{%- macro openmirror_overlay_view_sql(target, base, overlay, columns, key_columns, properties) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set names = [] -%}
+  {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column)) -%}{%- endfor -%}
+create or replace view {{ target }} tblproperties ({{ om.openmirror_properties(properties) }}) as
+select {% for name in names %}b.{{ name }}{{ ', ' if not loop.last }}{% endfor %}
+from {{ base }} b left anti join {{ overlay }} o on {{ om.openmirror_key_join('b', 'o', key_columns) }}
+union all
+select {{ names | join(', ') }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }}
+{%- endmacro -%}
+
+{#- Every key of an overlaid snapshot (the base's and the overlay's), as a relation to join. -#}
+{%- macro openmirror_overlay_keys_sql(base_hashes, overlay, key_columns) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set keys = om.openmirror_quoted_list(key_columns) -%}
+(select {{ keys }} from {{ base_hashes }} union all select {{ keys }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }})
+{%- endmacro -%}

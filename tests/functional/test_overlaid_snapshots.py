@@ -1,0 +1,188 @@
+"""Candidate runs at the cost of their change (planning/overlay.py): the snapshot stays as a base
+table and `{{ this }}` becomes a view of it overlaid by the rows the candidate runs selected. After
+every run the landing zone replays to the model's complete output, `{{ this }}` (and what is built
+on it) holds it, and a run in full folds the overlay back into a plain table."""
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from dbt.adapters.openmirror.planning import overlay
+from tests.functional.test_incremental_models import MODEL, Incremental, _source
+from tests.functional.test_publish_modes import HOOK
+from tests.support.mirror import file_markers, model_output, set_source
+
+DOWNSTREAM = "select count(*) as orders, sum(updated_at) as stamps from {{ ref('orders') }}"
+TESTS = """
+version: 2
+models:
+  - name: orders
+    columns:
+      - name: id
+        tests: [unique, not_null]
+"""
+
+
+def relations(warehouse, schema: str) -> dict[str, str]:
+    """The schema's relations by name: 'table' or 'view'."""
+    run_sql = warehouse.project.run_sql
+    views = {row[1] for row in run_sql(f"show views in {schema}", fetch="all")}
+    return {
+        row[1]: "view" if row[1] in views else "table"
+        for row in run_sql(f"show tables in {schema}", fetch="all")
+        if not row[2]
+    }
+
+
+class Overlaid(Incremental):
+    def layers(self, warehouse, schema: str) -> dict[str, str]:
+        """The relations of the `orders` snapshot: itself, its base and its overlays."""
+        return {name: kind for name, kind in relations(warehouse, schema).items() if name.startswith("orders")}
+
+    def check_downstream(self, project, warehouse) -> None:
+        schema = project.test_schema
+        expected = model_output(
+            warehouse, f"select count(*) as orders, sum(updated_at) as stamps from {schema}.src where not deleted"
+        )
+        assert model_output(warehouse, f"select * from {schema}.order_totals") == expected
+
+
+class TestOverlaidSnapshot(Overlaid):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": MODEL, "order_totals.sql": DOWNSTREAM, "schema.yml": TESTS}
+
+    def build(self, project, warehouse, rows, args=()):
+        set_source(warehouse, project.test_schema, _source(rows))
+        results = run_dbt(["build", *args])
+        return next(r.adapter_response for r in results if r.node.name == "orders")
+
+    def test_candidate_runs_overlay_then_a_full_run_folds_back(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        self.build(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+        # 2 changes, 3 is flagged deleted, 4 is new: the snapshot becomes the base of a view.
+        self.build(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        self.check_downstream(project, warehouse)
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
+        assert self.layers(warehouse, schema) == {
+            "orders": "view",
+            "orders__om_base": "table",
+            "orders__om_hashes": "table",
+            "orders__om_overlay_a": "table",
+        }
+
+        # A key only the overlay holds is deleted, a deleted key comes back, an overlaid key
+        # changes again, a new one arrives: the other overlay table takes over.
+        rows = "(1, 'a', 1, false), (2, 'BB', 3, false), (3, 'c3', 3, false), (4, 'd', 3, true), (5, 'e', 3, false)"
+        response = self.build(project, warehouse, rows)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        self.check_downstream(project, warehouse)
+        assert response["mode"] == "incremental" and sorted(file_markers(folder)[-1]) == [0, 0, 1, 2]
+        assert set(self.layers(warehouse, schema)) == {
+            "orders",
+            "orders__om_base",
+            "orders__om_hashes",
+            "orders__om_overlay_b",
+        }
+
+        # The same candidates again: nothing to publish.
+        response = self.build(project, warehouse, rows)
+        assert response["files"] == [] and len(file_markers(folder)) == 3
+        self.check(project, warehouse, landing_zone, tmp_path)
+
+        # A reconcile runs the model in full: {{ this }} is a complete table again.
+        response = self.build(project, warehouse, rows, ["--vars", "{openmirror_reconcile: true}"])
+        self.check(project, warehouse, landing_zone, tmp_path)
+        self.check_downstream(project, warehouse)
+        assert response["mode"] == "incremental" and response["files"] == []
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+
+class TestOverlayLimitAndColumnChanges(Overlaid):
+    """An overlay past its limit, and a column the model adds while overlaid, make the candidate
+    run merge into a complete table."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": MODEL}
+
+    def test_folding_back(self, project, warehouse, landing_zone, tmp_path, monkeypatch):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert self.layers(warehouse, schema)["orders"] == "view"
+
+        # Past the limit (here: any overlay), the candidates are merged into a complete table.
+        with monkeypatch.context() as patched:
+            patched.setattr(overlay, "MIN_OVERLAY_ROWS", 0)
+            self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 3, false)")
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [1]
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 4, false)")
+        assert self.layers(warehouse, schema)["orders"] == "view"
+        # A new column while overlaid: merged into a complete table, NULL on the other rows.
+        with_region = (
+            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region from values"
+            " (1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 5, false) as t(id, name, updated_at, deleted)"
+        )
+        set_source(warehouse, schema, with_region)
+        run_dbt(["run"])
+        assert self.layers(warehouse, schema)["orders"] == "table"
+        assert model_output(warehouse, f"select id, region from {schema}.orders") == [
+            {"id": 1, "region": None},
+            {"id": 2, "region": None},
+            {"id": 3, "region": "r3"},
+        ]
+
+
+HELD_MODEL = MODEL.replace("reconcile_every=var('reconcile_every', none)", "publish=var('publish')")
+HELD_TESTS = """
+version: 2
+models:
+  - name: orders
+    columns:
+      - name: name
+        tests: [not_null]
+"""
+
+
+class TestHeldChangeOnAnOverlaidSnapshot(Overlaid):
+    """publish='after_tests' merges into a complete table; a change whose tests fail gives the
+    overlaid snapshot back, one whose tests pass replaces it."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": HELD_MODEL, "schema.yml": HELD_TESTS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return HOOK
+
+    def test_held_then_discarded_then_published(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        now = ["--vars", "{publish: on_run}"]
+        held = ["--vars", "{publish: after_tests}"]
+        for rows in ("(1, 'a', 1, false), (2, 'b', 1, false)", "(1, 'a', 1, false), (2, 'B', 2, false)"):
+            set_source(warehouse, schema, _source(rows))
+            run_dbt(["run", *now])
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        assert self.layers(warehouse, schema)["orders"] == "view"
+
+        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, null, 3, false)"))
+        run_dbt(["build", *held], expect_pass=False)
+        assert len(file_markers(folder)) == 2
+        assert self.layers(warehouse, schema)["orders"] == "view"
+        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'B', 2, false)"))
+        self.check(project, warehouse, landing_zone, tmp_path)
+
+        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'b2', 3, false)"))
+        run_dbt(["build", *held])
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [1]
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
