@@ -194,7 +194,8 @@ class MirrorRun:
             columns,
             self.mirror.on_schema_change,
         )
-        refusal = overlay.refusal(plan, candidates)
+        signature = overlay.signature(plan)
+        refusal = overlay.refusal(plan, candidates, signature)
         if refusal is not None:
             self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
             return None
@@ -209,7 +210,7 @@ class MirrorRun:
             target,
             candidate_runs_after(snapshot, True),
             lambda: self._promote_overlay(slot, plan.key_columns),
-            OverlayRecord(base_run_id(snapshot) or "", slot, overlay.signature(plan)),
+            OverlayRecord(base_run_id(snapshot) or "", slot, signature),
         )
 
     def is_snapshot(self, relation: Any) -> bool:

@@ -79,9 +79,9 @@ class SnapshotOverlay:
         """The overlay the snapshot's view reads (None: the snapshot is a plain table)."""
         return self.relations.overlay(self.snapshot.overlay) if self.snapshot.overlay else None
 
-    def refusal(self, plan: RunPlan, candidates: Candidates) -> str | None:
-        """Why this run cannot overlay the snapshot (planning/overlay.py), None when it can."""
-        signature = self.signature(plan)
+    def refusal(self, plan: RunPlan, candidates: Candidates, signature: str) -> str | None:
+        """Why this run cannot overlay the snapshot (planning/overlay.py), None when it can;
+        `signature` is what this run's key hashes cover."""
         relations, current = self.relations, self.current
         self.catalog.refresh([relations.previous_hashes])
         base_hashes = self._properties(relations.previous_hashes)
@@ -97,6 +97,7 @@ class SnapshotOverlay:
         return overlay_refusal(facts)
 
     def signature(self, plan: RunPlan) -> str:
+        """What this run's key hashes cover (macros/sql/hash_diff.sql)."""
         return self.statements.render(
             "openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, plan.key_columns)
         )
