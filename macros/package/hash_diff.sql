@@ -30,7 +30,7 @@
 
 {%- macro openmirror_row_count(relation) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {{ return(run_query(om.openmirror_row_count_sql(relation)).rows[0][0] | int) }}
+  {{ return(run_query(om.openmirror_row_counts_sql([relation])).rows[0][0] | int) }}
 {%- endmacro -%}
 
 {#- The output's key hashes table (`rows` rows), stamped with the run and what its hashes cover. -#}

@@ -8,7 +8,7 @@
 {#- The candidates, each with its key hashes and deleted flag, and the current overlay's rows
     whose keys are not among them. `columns` are the published columns (the model's without the
     delete flag). -#}
-{%- macro openmirror_overlay_sql(target, candidates, previous_overlay, columns, key_columns, hashed, delete_flag) -%}
+{%- macro openmirror_overlay_sql(target, candidates, previous_overlay, columns, key_columns, hashed, delete_flag, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set names = [] -%}
   {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column.name)) -%}{%- endfor -%}
@@ -20,7 +20,7 @@ from {{ candidates }}
 {%- if previous_overlay %}
 union all
 select {% for name in names %}o.{{ name }}, {% endfor %}o.`__openmirror_hash1`, o.`__openmirror_hash2`, o.{{ om.openmirror_overlay_deleted() }}
-from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmirror_key_join('o', 'c', key_columns) }}
+from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmirror_probe_join('o', 'c', key_columns, by_key_hash) }}
 {%- endif %}
 {%- endmacro -%}
 
@@ -28,8 +28,9 @@ from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmir
     deleted) is new, a flagged key it holds is deleted, a key whose hashes differ is changed;
     candidates as published are left out. The snapshot's state of a key is the overlay's, else the
     base's key hashes; both are narrowed to the candidates' keys first (a semi join that streams
-    them past the candidates' keys), so nothing large is shuffled. -#}
-{%- macro openmirror_overlay_changes_sql(target, new_overlay, candidates, previous_overlay, base_hashes, key_columns, change_markers) -%}
+    them past the candidates' keys), so nothing large is shuffled. `by_key_hash`: see
+    `openmirror_probe_join`. -#}
+{%- macro openmirror_overlay_changes_sql(target, new_overlay, candidates, previous_overlay, base_hashes, key_columns, change_markers, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set deleted = om.openmirror_overlay_deleted() -%}
   {%- set base_keys = [] -%}
@@ -43,16 +44,16 @@ from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmir
   {%- endif -%}
 create table {{ target }} using parquet as
 with c as (
-  select n.* from {{ new_overlay }} n left semi join {{ candidates }} k on {{ om.openmirror_key_join('n', 'k', key_columns) }}
+  select n.* from {{ new_overlay }} n left semi join {{ candidates }} k on {{ om.openmirror_probe_join('n', 'k', key_columns, by_key_hash) }}
 ),
 {%- if previous_overlay %}
 o as (
-  select p.* from {{ previous_overlay }} p left semi join c on {{ om.openmirror_key_join('p', 'c', key_columns) }}
+  select p.* from {{ previous_overlay }} p left semi join c on {{ om.openmirror_probe_join('p', 'c', key_columns, by_key_hash) }}
 ),
 {%- endif %}
 b as (
   select {{ base_keys | join(', ') }}, h.`__openmirror_hash1`, h.`__openmirror_hash2` from {{ base_hashes }} h
-  left semi join c on {{ om.openmirror_key_join('h', 'c', key_columns) }}
+  left semi join c on {{ om.openmirror_probe_join('h', 'c', key_columns, by_key_hash) }}
 )
 select {% for key in key_columns %}c.{{ om.openmirror_quote(key) }}, {% endfor -%}
   cast(case when not {{ alive }} then {{ om.openmirror_new_marker(change_markers) }}
@@ -71,13 +72,13 @@ where (not c.{{ deleted }} and not {{ alive }})
 
 {#- {{ this }} as the base's rows whose keys the overlay does not hold, and the overlay's rows not
     deleted; `properties` are the snapshot's record. -#}
-{%- macro openmirror_overlay_view_sql(target, base, overlay, columns, key_columns, properties) -%}
+{%- macro openmirror_overlay_view_sql(target, base, overlay, columns, key_columns, properties, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set names = [] -%}
   {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column)) -%}{%- endfor -%}
 create or replace view {{ target }} tblproperties ({{ om.openmirror_properties(properties) }}) as
 select {% for name in names %}b.{{ name }}{{ ', ' if not loop.last }}{% endfor %}
-from {{ base }} b left anti join {{ overlay }} o on {{ om.openmirror_key_join('b', 'o', key_columns) }}
+from {{ base }} b left anti join {{ overlay }} o on {{ om.openmirror_probe_join('b', 'o', key_columns, by_key_hash) }}
 union all
 select {{ names | join(', ') }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }}
 {%- endmacro -%}

@@ -61,6 +61,20 @@
   {{ pairs | join(' and ') }}
 {%- endmacro -%}
 
+{#- The join of a large table (`probe`) with a small one's keys (`build`). With `by_key_hash`
+    (planning/hash_diff.py, `probes_by_key_hash`), Spark joins on one 64-bit hash of the key and
+    checks the key itself as a condition (hashes collide); `if(…, true, false)` keeps the planner
+    from taking the key columns as join keys again. Both sides' keys have the same types. -#}
+{%- macro openmirror_probe_join(probe, build, key_columns, by_key_hash) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- if by_key_hash -%}
+xxhash64({{ om.openmirror_quoted_list(key_columns, probe ~ '.') }}) = xxhash64({{ om.openmirror_quoted_list(key_columns, build ~ '.') }})
+  and if({{ om.openmirror_key_join(probe, build, key_columns) }}, true, false)
+  {%- else -%}
+{{ om.openmirror_key_join(probe, build, key_columns) }}
+  {%- endif -%}
+{%- endmacro -%}
+
 {%- macro openmirror_quoted_list(names, prefix='') -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set quoted = [] -%}

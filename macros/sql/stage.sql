@@ -37,8 +37,9 @@ from {{ source }} group by `__rowMarker__`
 {%- endif -%}
 {%- endmacro -%}
 
-{%- macro openmirror_row_count_sql(relation) -%}
-select count(*) from {{ relation }}
+{#- The row count of each relation, in one row: one statement, and Spark runs the counts at once. -#}
+{%- macro openmirror_row_counts_sql(relations) -%}
+select {% for relation in relations %}(select count(*) from {{ relation }}){{ ', ' if not loop.last }}{% endfor %}
 {%- endmacro -%}
 
 {%- macro openmirror_properties(properties) -%}

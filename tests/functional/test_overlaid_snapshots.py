@@ -186,3 +186,44 @@ class TestHeldChangeOnAnOverlaidSnapshot(Overlaid):
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder)[-1] == [1]
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+
+COMPOSITE_MODEL = """
+{{ config(materialized='open_mirror', unique_key=['part', 'id'], delete_flag='deleted') }}
+select cast(id % 2 as string) as part, id, name, updated_at, deleted from {{ target.schema }}.src
+{% if is_incremental() %}
+where updated_at >= (select max(updated_at) from {{ this }})
+{% endif %}
+"""
+
+
+class TestCompositeKeyOverlay(Overlaid):
+    """A key of several columns: the overlay's joins with the large side go through one 64-bit
+    hash of the key (`openmirror_probe_join`) and still match exactly."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": COMPOSITE_MODEL}
+
+    def complete_output(self, project) -> str:
+        schema = project.test_schema
+        return f"select cast(id % 2 as string) as part, id, name, updated_at from {schema}.src where not deleted"
+
+    def test_rounds_match_exactly_through_the_key_hash(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
+        rounds = [
+            ("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)", [0, 1, 2]),
+            ("(1, 'a', 1, false), (2, 'BB', 3, false), (3, 'c3', 3, false), (4, 'd', 3, true)", [0, 1, 2]),
+            ("(1, 'a', 1, false), (2, 'BB', 3, false), (3, 'c3', 3, false), (4, 'd', 3, true)", []),
+        ]
+        for rows, markers in rounds:
+            response = self.publish(project, warehouse, rows)
+            folder = self.check(project, warehouse, landing_zone, tmp_path)
+            assert (sorted(file_markers(folder)[-1]) if response["files"] else []) == markers
+            assert self.layers(warehouse, schema)["orders"] == "view"
+
+        plan = warehouse.project.run_sql(f"explain select * from {schema}.orders", fetch="all")[0][0]
+        [anti_join] = [line for line in plan.splitlines() if "LeftAnti" in line]
+        probe_keys = anti_join.split("[", 1)[1].split("]", 1)[0]  # the join keys of the probed side
+        assert probe_keys.startswith("xxhash64(") and probe_keys.count("xxhash64") == 1

@@ -98,8 +98,8 @@ class FakeWarehouse:
 
     def query(self, macro: str, **values: Any) -> list[tuple[Any, ...]]:
         self._rendered_statement(macro, values)
-        if macro == "openmirror_row_count_sql":
-            return [(len(self._named(values["relation"]).rows),)]
+        if macro == "openmirror_row_counts_sql":
+            return [tuple(len(self._named(relation).rows) for relation in values["relations"])]
         if macro == "openmirror_show_properties_sql":
             return list(self._named(values["relation"]).properties.items())
         if macro == "openmirror_marker_counts_sql":

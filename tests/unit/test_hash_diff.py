@@ -9,6 +9,8 @@ from dbt.adapters.openmirror.planning.hash_diff import (
     ROWS_PER_WRITER,
     bucket_count,
     hashed_columns,
+    key_types,
+    probes_by_key_hash,
     writer_count,
 )
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
@@ -247,3 +249,17 @@ def test_sorted_bucket_scans_are_turned_on_and_reset():
     setting = "spark.sql.legacy.bucketedTableScan.outputOrdering"
     assert macros.openmirror_sorted_bucket_scans_sql(on=True) == f"set {setting}=true"
     assert macros.openmirror_sorted_bucket_scans_sql(on=False) == f"reset {setting}"
+
+
+def test_a_large_side_probes_by_the_key_hash_unless_the_key_is_one_integer_or_collated():
+    assert probes_by_key_hash(["bigint", "int"])
+    assert probes_by_key_hash(["string"])
+    assert probes_by_key_hash(["decimal(12,2)"])
+    assert not probes_by_key_hash(["bigint"])
+    assert not probes_by_key_hash(["INT "])
+    assert not probes_by_key_hash(["bigint", "string collate UTF8_LCASE"])
+
+
+def test_key_types_in_column_order_matched_without_case():
+    columns = [ColumnSpec("b", "string"), ColumnSpec("ID", "int"), ColumnSpec("x", "double")]
+    assert key_types(columns, ["id", "B"]) == ["string", "int"]

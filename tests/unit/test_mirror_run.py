@@ -30,7 +30,7 @@ def test_a_first_load_publishes_every_row_as_an_insert_and_records_the_snapshot(
     assert (response.inserts, response.files, response.mode) == (3, ["00000000000000000001.parquet"], "initial")
     assert "openmirror_initial_load_sql" in project.warehouse.rendered
     assert project.warehouse.statements == [
-        "openmirror_row_count_sql",
+        "openmirror_row_counts_sql",
         "openmirror_key_hashes_sql",
         "openmirror_sorted_bucket_scans_sql",
         "openmirror_key_problems_sql",
@@ -79,6 +79,9 @@ def test_a_run_without_changes_publishes_no_file_and_the_journal_names_it(projec
     assert response.files == [] and response.mode == "incremental"
     assert project.record()["lastRunId"] == "run-2" == project.snapshot()[SNAPSHOT_RUN_ID]
     assert project.record()["lastSequenceNumber"] == 1 and "pending" not in project.record()
+    # No changed keys: nothing is read back, written or counted.
+    second_run = project.warehouse.statements[project.warehouse.statements.index("openmirror_changed_keys_sql") :]
+    assert "openmirror_write_files_sql" not in second_run and "openmirror_marker_counts_sql" not in second_run
 
 
 def test_a_full_refresh_rebuilds_the_table_folder_from_one(project: Project) -> None:

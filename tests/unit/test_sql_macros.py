@@ -133,7 +133,10 @@ def test_write_and_count():
     assert macros.openmirror_write_files_sql("file:///it's", "select 1", "none", 0, 1, False).startswith(
         "insert overwrite directory 'file:///it\\'s'"
     )
-    assert macros.openmirror_row_count_sql(relation="s.t") == "select count(*) from s.t"
+    assert macros.openmirror_row_counts_sql(relations=["s.t"]) == "select (select count(*) from s.t)"
+    assert macros.openmirror_row_counts_sql(relations=["s.t", "s.u"]) == (
+        "select (select count(*) from s.t), (select count(*) from s.u)"
+    )
     counted = macros.openmirror_marker_counts_sql(uri="file:///x", full_load=False, change_markers="upsert")
     assert "from parquet.`file:///x` group by `__rowMarker__`" in counted
     # A full load's rows are all new: counted without reading a column (it may have no marker).

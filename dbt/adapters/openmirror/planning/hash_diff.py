@@ -58,7 +58,30 @@ def bucket_count(rows: int, key_types: Sequence[str]) -> int:
     """Buckets of a key hashes table: a power of two, so the count stays put while the table
     grows or shrinks a little, and consecutive runs' tables join without a shuffle. 0 (not
     bucketed; the join then shuffles) for collated string keys, which Spark cannot bucket by."""
-    if any("collate" in key_type.lower() for key_type in key_types):
+    if _collated(key_types):
         return 0
     wanted = max(1, math.ceil(rows / ROWS_PER_BUCKET))
     return min(MAX_BUCKETS, 1 << (wanted - 1).bit_length())
+
+
+_INTEGRAL_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "byte", "short", "long")
+
+
+def key_types(columns: Sequence[ColumnSpec], key_columns: Sequence[str]) -> list[str]:
+    """The key columns' types, in `columns`' order."""
+    keys = {k.lower() for k in key_columns}
+    return [c.data_type for c in columns if c.name.lower() in keys]
+
+
+def probes_by_key_hash(key_types: Sequence[str]) -> bool:
+    """Whether a large table is joined with a small one's keys through one 64-bit hash of the key
+    (macros/sql/parts.sql, `openmirror_probe_join`): Spark probes a broadcast table by one long
+    several times faster than by a row of columns. Not for one integral key (already a long), nor
+    for collated strings (the hash reads the bytes, so keys equal under the collation would miss)."""
+    if _collated(key_types):
+        return False
+    return not (len(key_types) == 1 and key_types[0].strip().lower() in _INTEGRAL_TYPES)
+
+
+def _collated(key_types: Sequence[str]) -> bool:
+    return any("collate" in key_type.lower() for key_type in key_types)

@@ -314,10 +314,11 @@ class Publisher:
         owner: str | None = None,
     ) -> PendingPublish:
         """Which staged file becomes which number. An incremental run without changes publishes
-        nothing; a full load always publishes at least one file so the table exists."""
+        nothing (and may have staged nothing); a full load always publishes at least one file so
+        the table exists."""
         staged = self.staged_files(staged_folder, full_load)
         staged_rows = sum(f.rows for f in staged)
-        if staged_rows != expected_rows or not staged:
+        if staged_rows != expected_rows or (full_load and not staged):
             raise PublishError(
                 f"Model '{model}': staged files in {staged_folder} hold "
                 f"{staged_rows} rows in {len(staged)} files, Spark counted {expected_rows}"

@@ -23,11 +23,13 @@ from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_coun
 @dataclass(frozen=True)
 class ChangeRows:
     """The change rows' select, how many writer tasks write them and whether the rows are
-    shuffled to them (see `openmirror_write_files_sql`)."""
+    shuffled to them (see `openmirror_write_files_sql`), and how many there are when the diff
+    counted them (None when it did not)."""
 
     select_sql: str
     writers: int
     shuffle: bool
+    rows: int | None = None
 
 
 class SnapshotDiff:
@@ -56,8 +58,6 @@ class SnapshotDiff:
         statements, relations = self.statements, self.relations
         key_columns = plan.key_columns
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
-        keys = {k.lower() for k in key_columns}
-        key_types = [c.data_type for c in plan.schema.columns if c.name.lower() in keys]
         properties = {
             hash_diff.HASHES_RUN_ID: self.run_id,
             hash_diff.HASHES_COLUMNS: statements.render("openmirror_hash_signature", hashed=columns),
@@ -71,7 +71,7 @@ class SnapshotDiff:
             key_columns=key_columns,
             hashed=columns,
             properties=properties,
-            buckets=hash_diff.bucket_count(output_rows, key_types),
+            buckets=hash_diff.bucket_count(output_rows, hash_diff.key_types(plan.schema.columns, key_columns)),
         )
         self.catalog.created(relations.new_hashes)
         return output_rows
@@ -141,9 +141,8 @@ class SnapshotDiff:
                 change_markers=mirror.change_markers,
                 position=mirror.row_marker_position,
             )
-            return ChangeRows(
-                sql, hash_diff.writer_count(row_count(self.statements, changes), mirror.max_rows_per_file), True
-            )
+            changed = row_count(self.statements, changes)
+            return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True, changed)
 
     @contextmanager
     def _sorted_bucket_scans(self) -> Iterator[None]:

@@ -157,9 +157,12 @@ class MirrorRun:
     ) -> OpenMirrorResponse:
         """Stage the change rows, record `output` as the snapshot it will be, and publish (or
         hold the change for the model's tests)."""
-        staging = self._stage(change)
-        counts = self._marker_counts(plan, staging)
-        land_staged_files(self.context.storage, staging)
+        staging = self._start_staging()
+        counts: dict[int, int] = {}
+        if plan.mode != INCREMENTAL or change.rows != 0:  # no changed keys: no row to read back
+            self._write_change_files(staging, change)
+            counts = self._marker_counts(plan, staging)
+            land_staged_files(self.context.storage, staging)
         pending = self._prepare_publish(plan, staging, state, counts)
         self._record_snapshot(plan, pending, candidate_runs, output, overlay)
         if self.mirror.publish == AFTER_TESTS:
@@ -427,12 +430,16 @@ class MirrorRun:
 
     # -- staging and publishing ------------------------------------------------------------------
 
-    def _stage(self, change: ChangeRows) -> Staging:
-        """Spark writes the change rows as Parquet where the mirror does not look (the landing
-        zone's _scratchPad, or a local folder whose files are then uploaded there)."""
+    def _start_staging(self) -> Staging:
+        """Where the change rows are staged: where the mirror does not look (the landing zone's
+        _scratchPad, or a local folder whose files are then uploaded there)."""
         self._check_not_interrupted()
         staging = start_staging(self.context.storage, scratch_path(self.run_id), self.context.staging_mode())
         self._staging.append(staging)
+        return staging
+
+    def _write_change_files(self, staging: Staging, change: ChangeRows) -> None:
+        """Spark writes the change rows as Parquet files into `staging`."""
         statements, mirror = self.context.statements, self.mirror
         statements.execute("openmirror_parquet_timestamps_sql")
         statements.execute(
@@ -444,7 +451,6 @@ class MirrorRun:
             writers=change.writers,
             shuffle=change.shuffle,
         )
-        return staging
 
     def _marker_counts(self, plan: RunPlan, staging: Staging) -> dict[int, int]:
         rows = self.context.statements.query(
@@ -563,14 +569,16 @@ class MirrorRun:
                 catalog.drop(relations.base)
             catalog.rename(existing, relations.base)
         properties = table_properties(statements, overlay)
+        columns = model_columns(catalog, overlay)
         statements.execute(
             "openmirror_overlay_view_sql",
             target=str(relations.target),
             base=str(relations.base),
             overlay=str(overlay),
-            columns=model_columns(catalog, overlay),
+            columns=[c.name for c in columns],
             key_columns=key_columns,
             properties={k: v for k, v in properties.items() if k.startswith("openmirror.")},
+            by_key_hash=hash_diff.probes_by_key_hash(hash_diff.key_types(columns, key_columns)),
         )
         if existing is None or existing.type != "view":
             catalog.created(relations.target.incorporate(type="view"))

@@ -12,7 +12,7 @@ from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, Column
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, table_properties
+from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, row_counts, table_properties
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,9 @@ class OverlayRecord:
     signature: str
 
 
-def model_columns(catalog: Catalog, overlay: Any) -> list[str]:
+def model_columns(catalog: Catalog, overlay: Any) -> list[ColumnSpec]:
     """An overlay table's model columns (without its key hashes and deleted flag)."""
-    return [c.name for c in catalog.columns(overlay) if not c.name.lower().startswith(INTERNAL_PREFIX)]
+    return [c for c in catalog.columns(overlay) if not c.name.lower().startswith(INTERNAL_PREFIX)]
 
 
 def drop_stale_layers(catalog: Catalog, relations: RunRelations) -> None:
@@ -86,13 +86,16 @@ class SnapshotOverlay:
         self.catalog.refresh([relations.previous_hashes])
         base_hashes = self._properties(relations.previous_hashes)
         overlay_properties = (self._properties(current) if current is not None else None) or {}
+        base = relations.base if current is not None else self.existing
+        counted = [base, candidates.relation, *([current] if current is not None else [])]
+        base_rows, candidate_rows, *overlay_rows = row_counts(self.statements, counted)
         facts = OverlayFacts(
             plan,
             hash_diff.hashes_usable(base_hashes, base_run_id(self.snapshot), signature),
             current is None or overlay_properties.get(hash_diff.HASHES_COLUMNS) == signature,
-            row_count(self.statements, relations.base if current is not None else self.existing),
-            row_count(self.statements, current) if current is not None else 0,
-            row_count(self.statements, candidates.relation),
+            base_rows,
+            sum(overlay_rows),
+            candidate_rows,
         )
         return overlay_refusal(facts)
 
@@ -111,6 +114,7 @@ class SnapshotOverlay:
         statements, catalog, relations, mirror = self.statements, self.catalog, self.relations, self.mirror
         current = self.current
         key_columns = plan.key_columns
+        by_key_hash = hash_diff.probes_by_key_hash(hash_diff.key_types(plan.schema.columns, key_columns))
         catalog.drop(overlay)
         statements.execute(
             "openmirror_overlay_sql",
@@ -121,6 +125,7 @@ class SnapshotOverlay:
             key_columns=key_columns,
             hashed=hash_diff.hashed_columns(plan.schema, key_columns),
             delete_flag=candidates.delete_flag,
+            by_key_hash=by_key_hash,
         )
         catalog.created(overlay)
         changes = relations.changes
@@ -134,6 +139,7 @@ class SnapshotOverlay:
             base_hashes=str(relations.previous_hashes),
             key_columns=key_columns,
             change_markers=mirror.change_markers,
+            by_key_hash=by_key_hash,
         )
         catalog.created(changes)
         all_keys = statements.render(
@@ -154,4 +160,4 @@ class SnapshotOverlay:
             position=mirror.row_marker_position,
         )
         changed = row_count(statements, changes)
-        return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True)
+        return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True, changed)

@@ -108,5 +108,10 @@ def table_properties(statements: Statements, relation: Any) -> dict[str, str]:
 
 def row_count(statements: Statements, relation: Any) -> int:
     """A table's row count (of a Parquet table: read from the files' footers, no column read)."""
-    rows = statements.query("openmirror_row_count_sql", relation=str(relation))
-    return int(rows[0][0])
+    return row_counts(statements, [relation])[0]
+
+
+def row_counts(statements: Statements, relations: Sequence[Any]) -> list[int]:
+    """Several tables' row counts in one statement."""
+    rows = statements.query("openmirror_row_counts_sql", relations=[str(r) for r in relations])
+    return [int(count) for count in rows[0]]
