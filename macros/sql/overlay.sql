@@ -83,9 +83,13 @@ union all
 select {{ names | join(', ') }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }}
 {%- endmacro -%}
 
-{#- Every key of an overlaid snapshot (the base's and the overlay's), as a relation to join. -#}
-{%- macro openmirror_overlay_keys_sql(base_hashes, overlay, key_columns) -%}
+{#- An overlaid snapshot's key hashes, as a relation to join: the base's for the keys the overlay
+    does not hold, and the overlay's own for its live keys (the overlay carries its rows' hashes). -#}
+{%- macro openmirror_overlaid_hashes_sql(base_hashes, overlay, key_columns, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set keys = om.openmirror_quoted_list(key_columns) -%}
-(select {{ keys }} from {{ base_hashes }} union all select {{ keys }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }})
+  {%- set hashes = '`__openmirror_hash1`, `__openmirror_hash2`' -%}
+(select {{ om.openmirror_quoted_list(key_columns, 'b.') }}, b.{{ hashes | replace(', ', ', b.') }} from {{ base_hashes }} b
+  left anti join {{ overlay }} o on {{ om.openmirror_probe_join('b', 'o', key_columns, by_key_hash) }}
+ union all
+ select {{ om.openmirror_quoted_list(key_columns) }}, {{ hashes }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }})
 {%- endmacro -%}

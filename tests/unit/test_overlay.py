@@ -57,8 +57,7 @@ def test_the_limit_is_a_share_of_the_base_but_never_below_the_floor():
 def facts(**changes):
     values = dict(
         plan=RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS), ["id"]),
-        base_hashes_usable=True,
-        overlay_hashes_usable=True,
+        hashes_usable=True,
         base_rows=10_000_000,
         overlay_rows=100_000,
         candidate_rows=100_000,
@@ -75,8 +74,7 @@ def facts(**changes):
         ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, added=[ColumnSpec("x", "int")]), ["id"])}, "columns"),
         ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, kept=[ColumnSpec("x", "int")]), ["id"])}, "columns"),
         ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, respelled=[("Name", "name")]), ["id"])}, "columns"),
-        ({"base_hashes_usable": False}, "key hashes"),
-        ({"overlay_hashes_usable": False}, "key hashes"),
+        ({"hashes_usable": False}, "key hashes"),
         ({"overlay_rows": 450_000}, "more than 500000"),
         ({"overlay_rows": 300_000}, None),
     ],

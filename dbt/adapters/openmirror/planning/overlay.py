@@ -49,10 +49,9 @@ class OverlayFacts:
     """What decides whether a candidate run overlays the snapshot."""
 
     plan: RunPlan
-    #: The snapshot's base key hashes are the base's, over the columns this run hashes.
-    base_hashes_usable: bool
-    #: The current overlay's hashes cover the columns this run hashes (True without an overlay).
-    overlay_hashes_usable: bool
+    #: The snapshot's key hashes (the base's, and the overlay's own) are its rows' and cover the
+    #: columns this run hashes.
+    hashes_usable: bool
     base_rows: int
     overlay_rows: int
     candidate_rows: int
@@ -68,7 +67,7 @@ def overlay_refusal(facts: OverlayFacts) -> str | None:
     schema = plan.schema
     if schema.kept or schema.added or schema.ignored or schema.respelled:
         return "the model's columns changed"
-    if not (facts.base_hashes_usable and facts.overlay_hashes_usable):
+    if not facts.hashes_usable:
         return "the snapshot's key hashes do not cover this run's columns"
     rows, limit = facts.overlay_rows + facts.candidate_rows, overlay_limit(facts.base_rows)
     if rows > limit:

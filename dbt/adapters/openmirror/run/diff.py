@@ -14,6 +14,7 @@ from typing import Any
 
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_problems, string_keys
+from dbt.adapters.openmirror.planning.overlay import base_run_id
 from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.relations import RunRelations
@@ -102,7 +103,8 @@ class SnapshotDiff:
                 return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
             hashed = hash_diff.hashed_columns(plan.schema, key_columns)
             signature = statements.render("openmirror_hash_signature", hashed=hashed)
-            if not self._hashes_match(snapshot, signature):
+            previous_hashes = self.snapshot_hashes(plan, snapshot, signature)
+            if previous_hashes is None:
                 self.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
                 self._check_keys(plan, relations.new_hashes, counted=False)
                 self.warn_key_lookalikes(plan, relations.new_hashes)
@@ -124,7 +126,7 @@ class SnapshotDiff:
                 "openmirror_changed_keys_sql",
                 target=str(changes),
                 new_hashes=str(relations.new_hashes),
-                previous_hashes=str(relations.previous_hashes),
+                previous_hashes=previous_hashes,
                 key_columns=key_columns,
                 change_markers=mirror.change_markers,
             )
@@ -154,14 +156,33 @@ class SnapshotDiff:
         finally:
             self.statements.execute("openmirror_sorted_bucket_scans_sql", on=False)
 
-    def _hashes_match(self, snapshot: SnapshotRecord | None, signature: str) -> bool:
-        """Whether the snapshot's key hashes can be trusted (decided by `hash_diff.hashes_usable`)."""
+    def snapshot_hashes(self, plan: RunPlan, snapshot: SnapshotRecord | None, signature: str) -> str | None:
+        """The snapshot's key hashes as a relation to join, or None when they cannot be trusted
+        (decided by `hash_diff.hashes_usable`; the diff then compares whole rows): the key hashes
+        table, or for an overlaid snapshot the base's hashes overlaid by the overlay's own.
+        `signature` is what this run's hashes cover."""
         if snapshot is None or snapshot.run_id is None:
-            return False
-        hashes = self.relations.previous_hashes
+            return None
+        relations = self.relations
+        hashes = relations.previous_hashes
         self.catalog.refresh([hashes])
-        properties = table_properties(self.statements, hashes) if self.catalog.find(hashes) is not None else None
-        return hash_diff.hashes_usable(properties, snapshot.run_id, signature)
+        if not hash_diff.hashes_usable(self._properties(hashes), base_run_id(snapshot), signature):
+            return None
+        if snapshot.overlay is None:
+            return str(hashes)
+        overlay = relations.overlay(snapshot.overlay)
+        if (self._properties(overlay) or {}).get(hash_diff.HASHES_COLUMNS) != signature:
+            return None
+        return self.statements.render(
+            "openmirror_overlaid_hashes_sql",
+            base_hashes=str(hashes),
+            overlay=str(overlay),
+            key_columns=plan.key_columns,
+            by_key_hash=hash_diff.probes_by_key_hash(hash_diff.key_types(plan.schema.columns, plan.key_columns)),
+        )
+
+    def _properties(self, relation: Any) -> dict[str, str] | None:
+        return table_properties(self.statements, relation) if self.catalog.find(relation) is not None else None
 
     def _check_keys(self, plan: RunPlan, relation: Any, counted: bool) -> None:
         key_columns = plan.key_columns

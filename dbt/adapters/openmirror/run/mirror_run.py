@@ -198,14 +198,15 @@ class MirrorRun:
             self.mirror.on_schema_change,
         )
         signature = overlay.signature(plan)
-        refusal = overlay.refusal(plan, candidates, signature)
+        diff = self._diff()
+        refusal = overlay.refusal(plan, candidates, signature, diff)
         if refusal is not None:
             self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
             return None
         self._key_columns(columns)
         slot = free_slot(snapshot)
         target = self.relations.overlay(slot)
-        change = overlay.change_rows(plan, candidates, target, self._diff())
+        change = overlay.change_rows(plan, candidates, target, diff)
         return self._stage_and_publish(
             plan,
             state,

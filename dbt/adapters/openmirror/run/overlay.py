@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.openmirror.planning import hash_diff
-from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts, base_run_id, overlay_refusal
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts, overlay_refusal
 from dbt.adapters.openmirror.planning.run_plan import RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ColumnSpec
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, row_counts, table_properties
+from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, row_counts
 
 
 @dataclass(frozen=True)
@@ -79,20 +79,16 @@ class SnapshotOverlay:
         """The overlay the snapshot's view reads (None: the snapshot is a plain table)."""
         return self.relations.overlay(self.snapshot.overlay) if self.snapshot.overlay else None
 
-    def refusal(self, plan: RunPlan, candidates: Candidates, signature: str) -> str | None:
+    def refusal(self, plan: RunPlan, candidates: Candidates, signature: str, diff: SnapshotDiff) -> str | None:
         """Why this run cannot overlay the snapshot (planning/overlay.py), None when it can;
         `signature` is what this run's key hashes cover."""
         relations, current = self.relations, self.current
-        self.catalog.refresh([relations.previous_hashes])
-        base_hashes = self._properties(relations.previous_hashes)
-        overlay_properties = (self._properties(current) if current is not None else None) or {}
         base = relations.base if current is not None else self.existing
         counted = [base, candidates.relation, *([current] if current is not None else [])]
         base_rows, candidate_rows, *overlay_rows = row_counts(self.statements, counted)
         facts = OverlayFacts(
             plan,
-            hash_diff.hashes_usable(base_hashes, base_run_id(self.snapshot), signature),
-            current is None or overlay_properties.get(hash_diff.HASHES_COLUMNS) == signature,
+            diff.snapshot_hashes(plan, self.snapshot, signature) is not None,
             base_rows,
             sum(overlay_rows),
             candidate_rows,
@@ -104,9 +100,6 @@ class SnapshotOverlay:
         return self.statements.render(
             "openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, plan.key_columns)
         )
-
-    def _properties(self, relation: Any) -> dict[str, str] | None:
-        return table_properties(self.statements, relation) if self.catalog.find(relation) is not None else None
 
     def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, diff: SnapshotDiff) -> ChangeRows:
         """Write `overlay` (the candidates with their key hashes, over the current overlay's other
@@ -143,10 +136,11 @@ class SnapshotOverlay:
         )
         catalog.created(changes)
         all_keys = statements.render(
-            "openmirror_overlay_keys_sql",
+            "openmirror_overlaid_hashes_sql",
             base_hashes=str(relations.previous_hashes),
             overlay=str(overlay),
             key_columns=key_columns,
+            by_key_hash=by_key_hash,
         )
         diff.warn_key_lookalikes(plan, all_keys, new_keys=changes)
         sql = statements.render(
