@@ -59,10 +59,7 @@ class SnapshotDiff:
         statements, relations = self.statements, self.relations
         key_columns = plan.key_columns
         columns = hash_diff.hashed_columns(plan.schema, key_columns)
-        properties = {
-            hash_diff.HASHES_RUN_ID: self.run_id,
-            hash_diff.HASHES_COLUMNS: statements.render("openmirror_hash_signature", hashed=columns),
-        }
+        properties = {hash_diff.HASHES_RUN_ID: self.run_id, hash_diff.HASHES_COLUMNS: self.signature(plan)}
         output_rows = row_count(self.statements, relations.new_output)
         self.catalog.drop(relations.new_hashes)
         statements.execute(
@@ -101,9 +98,7 @@ class SnapshotDiff:
                     position=mirror.row_marker_position,
                 )
                 return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
-            hashed = hash_diff.hashed_columns(plan.schema, key_columns)
-            signature = statements.render("openmirror_hash_signature", hashed=hashed)
-            previous_hashes = self.snapshot_hashes(plan, snapshot, signature)
+            previous_hashes = self.snapshot_hashes(plan, snapshot, self.signature(plan))
             if previous_hashes is None:
                 self.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
                 self._check_keys(plan, relations.new_hashes, counted=False)
@@ -145,6 +140,12 @@ class SnapshotDiff:
             )
             changed = row_count(self.statements, changes)
             return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True, changed)
+
+    def signature(self, plan: RunPlan) -> str:
+        """What this run's key hashes cover (macros/sql/hash_diff.sql)."""
+        return self.statements.render(
+            "openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, plan.key_columns)
+        )
 
     @contextmanager
     def _sorted_bucket_scans(self) -> Iterator[None]:

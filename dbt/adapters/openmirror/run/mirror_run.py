@@ -109,11 +109,13 @@ class MirrorRun:
         relations, catalog = self.relations, self.context.catalog
         snapshot = self._snapshot_record(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
+        state: TableFolderState | None = None  # read once, by whichever way the run takes first
         if not self.empty and (self.candidates or self.mirror.delete_flag):
             candidates = self._select_candidates(existing, snapshot)
             if self._overlays(snapshot) and existing is not None and snapshot is not None:
-                overlay = SnapshotOverlay(self.context.statements, catalog, self.mirror, relations, snapshot, existing)
-                response = self._publish_overlay(overlay, candidates, previous_columns)
+                state = self.context.publisher.table_state(self.mirror.table_folder)
+                overlay = SnapshotOverlay(self._diff(), snapshot, existing)
+                response = self._publish_overlay(overlay, candidates, previous_columns, state)
                 if response is not None:
                     return response
             self._complete_output(existing, candidates, previous_columns)
@@ -121,7 +123,8 @@ class MirrorRun:
         if self.empty:
             return self._check_empty(existing, new_columns, previous_columns)
         model_keys = self._key_columns(new_columns)
-        state = self.context.publisher.table_state(self.mirror.table_folder)
+        if state is None:
+            state = self.context.publisher.table_state(self.mirror.table_folder)
         plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
         self._drop_ignored_columns(plan)
         diff = self._diff()
@@ -179,13 +182,16 @@ class MirrorRun:
         return self.candidates and self.publishes and self.mirror.publish != AFTER_TESTS and snapshot is not None
 
     def _publish_overlay(
-        self, overlay: SnapshotOverlay, candidates: Candidates, previous_columns: list[ColumnSpec] | None
+        self,
+        overlay: SnapshotOverlay,
+        candidates: Candidates,
+        previous_columns: list[ColumnSpec] | None,
+        state: TableFolderState,
     ) -> OpenMirrorResponse | None:
         """A candidate run at the cost of its candidates: the snapshot stays the base of a view,
         the candidates go into the overlay (planning/overlay.py). None, with nothing changed, when
         the run must merge into a complete table instead."""
         snapshot = overlay.snapshot
-        state = self.context.publisher.table_state(self.mirror.table_folder)
         columns = candidates.published_columns
         plan = plan_run(
             self._destination(str(self.relations.target)),
@@ -197,16 +203,15 @@ class MirrorRun:
             columns,
             self.mirror.on_schema_change,
         )
-        signature = overlay.signature(plan)
-        diff = self._diff()
-        refusal = overlay.refusal(plan, candidates, signature, diff)
+        signature = overlay.diff.signature(plan)
+        refusal = overlay.refusal(plan, candidates, signature)
         if refusal is not None:
             self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
             return None
         self._key_columns(columns)
         slot = free_slot(snapshot)
         target = self.relations.overlay(slot)
-        change = overlay.change_rows(plan, candidates, target, diff)
+        change = overlay.change_rows(plan, candidates, target)
         return self._stage_and_publish(
             plan,
             state,

@@ -9,10 +9,9 @@ from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts, overlay_refusal
 from dbt.adapters.openmirror.planning.run_plan import RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ColumnSpec
-from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, row_counts
+from dbt.adapters.openmirror.run.statements import Catalog, row_count, row_counts
 
 
 @dataclass(frozen=True)
@@ -58,34 +57,26 @@ def drop_stale_layers(catalog: Catalog, relations: RunRelations) -> None:
 
 
 class SnapshotOverlay:
-    def __init__(
-        self,
-        statements: Statements,
-        catalog: Catalog,
-        mirror: MirrorConfig,
-        relations: RunRelations,
-        snapshot: SnapshotRecord,
-        existing: Any,
-    ) -> None:
-        self.statements = statements
-        self.catalog = catalog
-        self.mirror = mirror
-        self.relations = relations
+    """A candidate run's overlay over `existing`, the snapshot `snapshot` records; `diff` is the
+    run's diff, whose statements, catalog, config and relations it shares."""
+
+    def __init__(self, diff: SnapshotDiff, snapshot: SnapshotRecord, existing: Any) -> None:
+        self.diff = diff
         self.snapshot = snapshot
         self.existing = existing
 
     @property
     def current(self) -> Any | None:
         """The overlay the snapshot's view reads (None: the snapshot is a plain table)."""
-        return self.relations.overlay(self.snapshot.overlay) if self.snapshot.overlay else None
+        return self.diff.relations.overlay(self.snapshot.overlay) if self.snapshot.overlay else None
 
-    def refusal(self, plan: RunPlan, candidates: Candidates, signature: str, diff: SnapshotDiff) -> str | None:
+    def refusal(self, plan: RunPlan, candidates: Candidates, signature: str) -> str | None:
         """Why this run cannot overlay the snapshot (planning/overlay.py), None when it can;
         `signature` is what this run's key hashes cover."""
-        relations, current = self.relations, self.current
-        base = relations.base if current is not None else self.existing
+        diff, current = self.diff, self.current
+        base = diff.relations.base if current is not None else self.existing
         counted = [base, candidates.relation, *([current] if current is not None else [])]
-        base_rows, candidate_rows, *overlay_rows = row_counts(self.statements, counted)
+        base_rows, candidate_rows, *overlay_rows = row_counts(diff.statements, counted)
         facts = OverlayFacts(
             plan,
             diff.snapshot_hashes(plan, self.snapshot, signature) is not None,
@@ -95,16 +86,11 @@ class SnapshotOverlay:
         )
         return overlay_refusal(facts)
 
-    def signature(self, plan: RunPlan) -> str:
-        """What this run's key hashes cover (macros/sql/hash_diff.sql)."""
-        return self.statements.render(
-            "openmirror_hash_signature", hashed=hash_diff.hashed_columns(plan.schema, plan.key_columns)
-        )
-
-    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, diff: SnapshotDiff) -> ChangeRows:
+    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any) -> ChangeRows:
         """Write `overlay` (the candidates with their key hashes, over the current overlay's other
         rows), find the changed keys among the candidates and select their change rows."""
-        statements, catalog, relations, mirror = self.statements, self.catalog, self.relations, self.mirror
+        diff = self.diff
+        statements, catalog, relations, mirror = diff.statements, diff.catalog, diff.relations, diff.mirror
         current = self.current
         key_columns = plan.key_columns
         by_key_hash = hash_diff.probes_by_key_hash(hash_diff.key_types(plan.schema.columns, key_columns))
