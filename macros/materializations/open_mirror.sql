@@ -4,7 +4,8 @@
   snapshot {{ this }}, stages the change rows as Parquet in the landing zone's _scratchPad, renames
   them into the table folder's next numbers and makes the output the new snapshot. This macro
   compiles the model, runs its hooks, keeps dbt's relation cache and returns the relations.
-  Three runs publish differently: `--empty` checks the columns and key and publishes nothing; a
+  A full-diff run whose model reads exactly what its snapshot was built from builds nothing and
+  publishes nothing (spark/model_inputs.py). Three runs publish differently: `--empty` checks the columns and key and publishes nothing; a
   dry run (var openmirror_dry_run) reports what it would publish and writes nothing to the landing
   zone; publish='after_tests' holds the change until the invocation's end, where the on-run-end
   hook publishes it if the model's tests passed.
@@ -28,10 +29,17 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {#- 1. The model output. -#}
-  {%- call statement('build_model_output') -%}
-    {{ create_table_as(False, new_relation, compiled_code) }}
-  {%- endcall -%}
+  {#- 1. The model output, unless the model reads what its snapshot was built from. -#}
+  {%- if not adapter.openmirror_inputs_unchanged(
+      run, existing_relation, compiled_code, var('openmirror_reconcile', false)) -%}
+    {%- call statement('build_model_output') -%}
+      {%- if run.builds_output_view -%}
+        {{ create_view_as(new_relation, compiled_code) }}
+      {%- else -%}
+        {{ create_table_as(False, new_relation, compiled_code) }}
+      {%- endif -%}
+    {%- endcall -%}
+  {%- endif -%}
 
   {#- 2. Published (or held for its tests), checked (--empty) or reported (dry run). -#}
   {%- do store_result('main', response=adapter.openmirror_publish(run, existing_relation)) -%}

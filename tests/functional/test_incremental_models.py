@@ -3,6 +3,8 @@ candidate rows it selected into the snapshot, rows flagged deleted are published
 a reconcile run publishes what vanished without a flag. After every run, replaying the landing
 zone equals the model's complete output (the source without the rows flagged deleted)."""
 
+from pathlib import Path
+
 import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
@@ -59,11 +61,16 @@ class Incremental:
 
 
 class TestCandidatesFlagsAndReconcile(Incremental):
-    def test_each_run_publishes_what_changed_among_the_candidates(self, project, warehouse, landing_zone, tmp_path):
+    def test_each_run_publishes_what_changed_among_the_candidates(
+        self, project, warehouse, landing_zone, tmp_path, logs_dir
+    ):
         base = "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"
         response = self.publish(project, warehouse, base)
         folder = self.check(project, warehouse, landing_zone, tmp_path)
         assert response["mode"] == "initial" and file_markers(folder) == [[0, 0, 0]]
+        # A run in full writes the complete output once: the model's rows are a view it reads.
+        log = (Path(logs_dir) / "dbt.log").read_text("utf-8")
+        assert f"create or replace view {project.test_schema}.orders__om_new" in log
 
         # 2 changes, 3 is flagged deleted, 4 is new; 1 is not a candidate (older updated_at).
         changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)"

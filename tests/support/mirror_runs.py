@@ -17,6 +17,7 @@ from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse
+from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 from dbt.adapters.openmirror.storage.local import LocalStorage
 from tests.support.fake_warehouse import FakeRelation, FakeWarehouse
 
@@ -36,6 +37,10 @@ class Project:
         self.mirror = mirror_config("customers", THIS.schema, THIS.identifier, {"unique_key": "id", **(config or {})})
         self.warned: list[str] = []
         self.runs = 0
+        #: What the model reads, as the in-process session would tell (none by default: the fake
+        #: warehouse is not Spark); each run's `built` says whether it built its output.
+        self.inputs = ModelInputs(None, "the fake warehouse")
+        self.built: list[bool] = []
         self.context = RunContext(
             storage=self.storage,
             publisher=Publisher(self.storage),
@@ -44,6 +49,7 @@ class Project:
             catalog=self.warehouse,
             landing_zone=str(self.landing_zone),
             staging_mode=lambda: "direct",
+            model_inputs=lambda sql, context: self.inputs,
             interrupted=lambda: False,
             warn=self.warned.append,
             info=print,
@@ -57,7 +63,13 @@ class Project:
     def folder(self) -> Path:
         return self.landing_zone / self.mirror.table_folder
 
-    def run(self, rows: list[dict[str, Any]], full_refresh: bool = False, dry_run: bool = False) -> OpenMirrorResponse:
+    def run(
+        self,
+        rows: list[dict[str, Any]],
+        full_refresh: bool = False,
+        dry_run: bool = False,
+        reconcile: bool = False,
+    ) -> OpenMirrorResponse:
         """As the materialization: start, build the output, publish, and the model ends."""
         self.runs += 1
         self.warehouse.statements.clear()
@@ -76,7 +88,9 @@ class Project:
             run.prepare()
             existing = self.warehouse.find(run.relations.target)
             self.warehouse.drop(run.relations.new_output)
-            self.warehouse.build(run.relations.new_output, COLUMNS, rows)
+            self.built.append(not run.inputs_unchanged(existing, "select * from customers", reconcile))
+            if self.built[-1]:
+                self.warehouse.build(run.relations.new_output, COLUMNS, rows)
             return run.publish(existing)
         finally:
             run.close()

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.invocation import get_invocation_id
 
@@ -34,6 +35,7 @@ from dbt.adapters.openmirror.run.model_warnings import warn
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, table_properties
+from dbt.adapters.openmirror.spark.model_inputs import ModelInputs, model_inputs
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.root import check_root
@@ -79,6 +81,7 @@ class OpenMirrorAdapter(SparkAdapter):
                 logger.info,
                 logger.debug,
             ),
+            model_inputs=self._model_inputs,
             interrupted=cast(OpenMirrorConnectionManager, self.connections).interrupted.is_set,
             warn=warn,
             info=logger.info,
@@ -86,6 +89,15 @@ class OpenMirrorAdapter(SparkAdapter):
             warning=logger.warning,
             error=logger.error,
         )
+
+    def _model_inputs(self, sql: str, context: Sequence[str]) -> ModelInputs:
+        if self.config.credentials.method != SparkConnectionMethod.SESSION:
+            return ModelInputs(None, "Spark runs outside dbt's process (the profile's method is not session)")
+        from pyspark.sql import SparkSession
+
+        # The session dbt-spark's session connection runs every statement on (already open: dbt
+        # filled its relation cache through it).
+        return model_inputs(SparkSession.builder.getOrCreate(), sql, context)
 
     @cached_property
     def held_changes(self) -> HeldChanges:
@@ -176,6 +188,14 @@ class OpenMirrorAdapter(SparkAdapter):
     def _mirror_config(model_name: str, this: Any, config: ConfigSource, set_by_user: Collection[str]) -> MirrorConfig:
         """The model's validated config: `config` is dbt's, `set_by_user` the model's unrendered_config."""
         return mirror_config(model_name, this.schema, this.identifier, UserSetConfig(config, set_by_user))
+
+    @available
+    def openmirror_inputs_unchanged(
+        self, run: MirrorRun, existing: Any | None, compiled_sql: str, reconcile: Any
+    ) -> bool:
+        """Before the output is built: true when the model reads what its snapshot was built from
+        (the run then builds and publishes nothing)."""
+        return run.inputs_unchanged(existing, compiled_sql, is_set(reconcile))
 
     @available
     def openmirror_publish(self, run: MirrorRun, existing: Any | None) -> OpenMirrorResponse:

@@ -1,5 +1,6 @@
 """Decide how a run publishes: a first load, an incremental change file, or a rebuild."""
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ SNAPSHOT_CANDIDATE_RUNS = "openmirror.candidate_runs"
 #: the run that wrote the base, and which of the two overlay tables the view reads.
 SNAPSHOT_BASE_RUN_ID = "openmirror.base_run_id"
 SNAPSHOT_OVERLAY = "openmirror.overlay"
+#: On a snapshot a full run built: the digest of what its model read (spark/model_inputs.py),
+#: bound to the run, so that a record carried onto anything else never matches.
+SNAPSHOT_INPUTS = "openmirror.inputs"
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,23 @@ class SnapshotRecord:
     #: Set on a snapshot overlaid by candidate runs' changes (planning/overlay.py).
     base_run_id: str | None = None
     overlay: str | None = None
+    inputs: str | None = None
+
+    def built_from(self, inputs_digest: str) -> bool:
+        """Whether this snapshot is a full run's output of exactly these inputs, unchanged since
+        (not overlaid, not waiting for its tests)."""
+        return (
+            self.inputs is not None
+            and self.run_id is not None
+            and not self.held
+            and self.overlay is None
+            and self.candidate_runs == 0
+            and self.inputs == _bound_inputs(inputs_digest, self.run_id)
+        )
+
+
+def _bound_inputs(inputs_digest: str, run_id: str) -> str:
+    return hashlib.sha256(f"{run_id}\0{inputs_digest}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -79,6 +100,7 @@ def snapshot_properties(
     candidate_runs: int = 0,
     base_run_id: str | None = None,
     overlay: str | None = None,
+    inputs_digest: str | None = None,
 ) -> dict[str, str]:
     properties = {
         SNAPSHOT_LANDING_ZONE: destination.landing_zone,
@@ -93,6 +115,8 @@ def snapshot_properties(
     if base_run_id is not None and overlay is not None:
         properties[SNAPSHOT_BASE_RUN_ID] = base_run_id
         properties[SNAPSHOT_OVERLAY] = overlay
+    if inputs_digest is not None:
+        properties[SNAPSHOT_INPUTS] = _bound_inputs(inputs_digest, run_id)
     return properties
 
 
@@ -118,6 +142,7 @@ def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
         int(runs) if (runs := properties.get(SNAPSHOT_CANDIDATE_RUNS, "0")).isdigit() else 0,
         properties.get(SNAPSHOT_BASE_RUN_ID),
         properties.get(SNAPSHOT_OVERLAY),
+        properties.get(SNAPSHOT_INPUTS),
     )
 
 

@@ -63,6 +63,9 @@ class MirrorConfig:
     delete_flag: str | None = None
     #: Run an incremental model in full every Nth run (planning/candidates.py); 0: never.
     reconcile_every: int = 0
+    #: A full-diff run whose model reads what its snapshot was built from builds nothing
+    #: (spark/model_inputs.py).
+    skip_unchanged_inputs: bool = True
 
     @property
     def table_folder(self) -> str:
@@ -156,6 +159,7 @@ def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource
         ),
         delete_flag=_delete_flag(model, config.get("delete_flag"), unique_key),
         reconcile_every=_whole_number(model, "reconcile_every", config.get("reconcile_every"), 0, 0),
+        skip_unchanged_inputs=_flag(model, "skip_unchanged_inputs", config.get("skip_unchanged_inputs"), True),
     )
 
 

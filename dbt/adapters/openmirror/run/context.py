@@ -1,12 +1,13 @@
 """What every model run of one invocation shares: the landing zone and its publisher and leases,
 the seam to Spark, and how the invocation stages, warns and stops."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.statements import Catalog, Statements
+from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 
@@ -21,6 +22,8 @@ class RunContext:
     landing_zone: str
     #: direct or upload (publishing/staging.py), decided once per invocation.
     staging_mode: Callable[[], str]
+    #: What a model's compiled SQL reads, with what else decides its output (spark/model_inputs.py).
+    model_inputs: Callable[[str, Sequence[str]], ModelInputs]
     #: dbt was cancelled (Ctrl-C) while a model ran.
     interrupted: Callable[[], bool]
     #: Log a warning about the running model (an error under --warn-error).

@@ -85,6 +85,10 @@ class MirrorRun:
         self._lease: Lease | None = None
         self._heartbeat: Heartbeat | None = None
         self._staging: list[Staging] = []
+        #: What the model read (spark/model_inputs.py), recorded with the snapshot a full run makes.
+        self._inputs_digest: str | None = None
+        #: The model read what its snapshot was built from: nothing was built, nothing is published.
+        self._unchanged: OpenMirrorResponse | None = None
 
     @property
     def publishes(self) -> bool:
@@ -103,9 +107,42 @@ class MirrorRun:
             self._acquire_lease()
             self._recover()
 
+    def inputs_unchanged(self, existing: Any | None, compiled_sql: str, reconcile: bool) -> bool:
+        """Before the output is built: whether the model reads exactly what its snapshot was built
+        from (spark/model_inputs.py), so that its output would be the snapshot again and the run
+        publishes nothing without building or comparing it. Only a publishing full-diff run
+        whose table folder still ends where the snapshot does; `--full-refresh`, a reconcile run
+        and `skip_unchanged_inputs=false` always build."""
+        mirror = self.mirror
+        if not (self.publishes and mirror.skip_unchanged_inputs) or self.candidates:
+            return False
+        inputs = self.context.model_inputs(compiled_sql, [compiled_sql, repr(mirror)])
+        if inputs.digest is None:
+            self.context.debug(f"Model '{mirror.model}': building, its inputs cannot be compared: {inputs.reason}")
+            return False
+        self._inputs_digest = inputs.digest
+        if self.full_refresh or reconcile or existing is None or existing.type != "table":
+            return False
+        snapshot = self._snapshot_record(existing)
+        if snapshot is None or not snapshot.built_from(inputs.digest):
+            return False
+        state = self.context.publisher.table_state(mirror.table_folder)
+        columns = self.context.catalog.columns(existing)
+        key_columns = self._resolve_keys(columns)
+        destination = self._destination(str(self.relations.target))
+        plan = plan_run(destination, key_columns, state, snapshot, False, columns, columns, mirror.on_schema_change)
+        if plan.mode != INCREMENTAL:
+            return False
+        self._unchanged = publish_response({}, [], mirror.table_folder, plan.mode, list(self.warnings))
+        self._unchanged._message = f"inputs unchanged since run {snapshot.run_id}: {self._unchanged._message}"
+        return True
+
     def publish(self, existing: Any | None) -> OpenMirrorResponse:
         """The model output is built as `relations.new_output`; `existing` is `{{ this }}` as
         dbt's cache knows it (None on a first run)."""
+        if self._unchanged is not None:
+            self.release_lease()
+            return self._unchanged
         relations, catalog = self.relations, self.context.catalog
         snapshot = self._snapshot_record(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
@@ -221,6 +258,13 @@ class MirrorRun:
             lambda: self._promote_overlay(slot, plan.key_columns),
             OverlayRecord(base_run_id(snapshot) or "", slot, signature),
         )
+
+    @property
+    def builds_output_view(self) -> bool:
+        """The model output is built as a view, read twice (its keys checked, then the complete
+        output written from it without the flagged rows), rather than written as a table and
+        written again: a publishing run in full of a `delete_flag` model."""
+        return self.publishes and not self.candidates and self.mirror.delete_flag is not None
 
     def is_snapshot(self, relation: Any) -> bool:
         """Whether `relation`, found under the model's name, can be its snapshot: a table, or the
@@ -343,9 +387,10 @@ class MirrorRun:
                 f"Model '{mirror.model}' selected only candidate rows (is_incremental() was true), but its "
                 f"snapshot {relations.target} is gone: run it again, it then runs in full. Nothing was published."
             )
-        selected = relations.model_output
+        built = relations.new_output.incorporate(type="view" if self.builds_output_view else "table")
+        selected = relations.model_output.incorporate(type=built.type)
         catalog.drop(selected)
-        catalog.rename(relations.new_output, selected)
+        catalog.rename(built, selected)
         columns = catalog.columns(selected)
         key_columns = self._resolve_keys(columns)
         flag = delete_flag_column(mirror.model, mirror.delete_flag, columns) if mirror.delete_flag else None
@@ -517,6 +562,7 @@ class MirrorRun:
             candidate_runs=candidate_runs,
             base_run_id=overlay.base_run_id if overlay else None,
             overlay=overlay.slot if overlay else None,
+            inputs_digest=self._inputs_digest,
         )
         if overlay is not None:
             properties[HASHES_COLUMNS] = overlay.signature

@@ -1,0 +1,150 @@
+"""What a model's output is computed from, as one digest, read from the in-process Spark session
+before the output is built.
+
+Two runs with the same digest compute the same output, so a full-diff run whose digest equals the
+one its snapshot was built from can skip building and comparing it (run/mirror_run.py). The digest
+covers:
+- the model's optimized plan, canonical (expression ids and aliases normalized) and in full (no
+  field cut off). Spark folds the current time and random seeds into it, so a model calling
+  `current_timestamp()` or `rand()` never matches an earlier run;
+- the output's column names and types;
+- each file relation the plan reads: its format, options and schemas, and the path, size and
+  modification time of every file (a file rewritten in place changes size or time);
+- the rows of inline data (`values (…)`), which the plan's text leaves out;
+- Spark's version, the session's `spark.sql.*` settings and its parallelism;
+- what the caller adds (the compiled SQL, the model's config).
+
+It gives no digest where it could not vouch for the output: a source other than files (JDBC,
+other connectors, cached data), a nondeterministic expression, a user-defined function (its code
+is not in the plan), or more files than are worth listing.
+"""
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Settings the adapter's own statements change during an invocation (macros/sql/); they decide
+#: how files are written and read back, not what a model's query returns.
+ADAPTER_SETTINGS = frozenset(
+    {
+        "spark.sql.parquet.outputTimestampType",
+        "spark.sql.legacy.bucketedTableScan.outputOrdering",
+    }
+)
+#: Listing more files costs more than it saves (several JVM calls per file).
+MAX_FILES = 20_000
+#: Leaves whose whole content is in the plan's text.
+_SELF_DESCRIBED_LEAVES = frozenset({"Range", "OneRowRelation"})
+_FILE_RELATION = "org.apache.spark.sql.execution.datasources.HadoopFsRelation"
+_USER_DEFINED = "org.apache.spark.sql.catalyst.expressions.UserDefinedExpression"
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    #: sha256 of everything the output is computed from; None when it cannot be vouched for.
+    digest: str | None
+    #: Why there is no digest.
+    reason: str = ""
+
+
+class _NoDigest(Exception):
+    pass
+
+
+def model_inputs(session: Any, sql: str, context: Sequence[str]) -> ModelInputs:
+    """The digest of what `sql` (a model's compiled query) reads on `session`, with `context`
+    (strings that also decide the output) mixed in. Analysis and optimization only: no job runs,
+    except where Spark itself infers a schema from files."""
+    try:
+        frame = session.sql(f"select * from (\n{sql}\n) as model_output")
+        plan = frame._jdf.queryExecution().optimizedPlan()
+    except Exception as exc:  # the build reports the model's own error
+        return ModelInputs(None, f"Spark could not plan the model: {type(exc).__name__}")
+    try:
+        parts = [*context, session.version, frame.schema.json(), *_settings(session)]
+        parts.append(plan.canonicalized().treeString(True, False, 2**31 - 1, False, False))
+        parts.extend(_plan_inputs(session, plan))
+    except _NoDigest as exc:
+        return ModelInputs(None, str(exc))
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return ModelInputs(digest.hexdigest())
+
+
+def _settings(session: Any) -> list[str]:
+    settings = session.conf.getAll
+    kept = sorted(f"{k}={v}" for k, v in settings.items() if k.startswith("spark.sql.") and k not in ADAPTER_SETTINGS)
+    return [*kept, f"parallelism={session.sparkContext.defaultParallelism}"]
+
+
+def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
+    user_defined = session._jvm.java.lang.Class.forName(_USER_DEFINED)
+    files = 0
+    for node in _nodes(plan):
+        name = node.getClass().getSimpleName()
+        if not node.deterministic():
+            raise _NoDigest(f"its plan is nondeterministic ({name})")
+        for expression in _expressions(node):
+            if user_defined.isInstance(expression):
+                raise _NoDigest(f"it calls a user-defined function ({expression.prettyName()})")
+        if not _seq(node.children()):
+            if name == "LogicalRelation" and node.relation().getClass().getName() == _FILE_RELATION:
+                listed = _file_relation(session, node.relation())
+                files += len(listed) - 1
+                if files > MAX_FILES:
+                    raise _NoDigest(f"it reads more than {MAX_FILES} files")
+                yield from listed
+            elif name == "LocalRelation":
+                yield node.data().toString()
+            elif name not in _SELF_DESCRIBED_LEAVES:
+                raise _NoDigest(f"it reads {name}, which is not a file relation")
+
+
+def _file_relation(session: Any, relation: Any) -> list[str]:
+    """The relation's description, then one line per file."""
+    nothing = _empty_seq(session)
+    lines = [
+        "|".join(
+            (
+                relation.fileFormat().toString(),
+                relation.options().toString(),
+                relation.dataSchema().json(),
+                relation.partitionSchema().json(),
+                relation.bucketSpec().toString(),
+            )
+        )
+    ]
+    for directory in _seq(relation.location().listFiles(nothing, nothing)):
+        for status in _seq(directory.files()):
+            lines.append(f"{status.getPath().toString()}|{status.getLen()}|{status.getModificationTime()}")
+    return lines
+
+
+def _nodes(plan: Any) -> Iterator[Any]:
+    """Every node of the plan, those of its subqueries included, in a fixed order."""
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(reversed(_seq(node.subqueries())))
+        pending.extend(reversed(_seq(node.children())))
+
+
+def _expressions(node: Any) -> Iterator[Any]:
+    pending = list(_seq(node.expressions()))
+    while pending:
+        expression = pending.pop()
+        yield expression
+        pending.extend(_seq(expression.children()))
+
+
+def _seq(seq: Any) -> list[Any]:
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _empty_seq(session: Any) -> Any:
+    jvm = session._jvm
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(jvm.java.util.ArrayList()).toList()

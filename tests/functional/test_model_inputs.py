@@ -1,0 +1,102 @@
+"""The digest of what a model reads (spark/model_inputs.py), on the session dbt runs on: equal for
+the same inputs planned again, different for any change that can change the output, and absent
+where it could not vouch for the output."""
+
+import os
+import time
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.openmirror.spark.model_inputs import ADAPTER_SETTINGS, model_inputs
+
+
+class TestModelInputs:
+    @pytest.fixture(scope="class")
+    def session(self, project):
+        # dbt's session connection opened it with the profile's settings (the project fixture).
+        return SparkSession.builder.getOrCreate()
+
+    @pytest.fixture(scope="class")
+    def csv_dir(self, tmp_path_factory):
+        folder = tmp_path_factory.mktemp("csv")
+        (folder / "part.csv").write_text("1,a\n2,b\n")
+        return folder
+
+    def digest(self, session, sql, context=("model",)):
+        inputs = model_inputs(session, sql, list(context))
+        assert inputs.digest is not None, inputs.reason
+        return inputs.digest
+
+    def test_the_same_inputs_planned_again_give_the_same_digest(self, session, project, csv_dir):
+        schema = project.test_schema
+        session.sql(f"create table {schema}.facts using parquet as select id, id % 3 as g from range(50)")
+        sql = f"""
+            with g as (select g, count(*) as n from {schema}.facts group by g)
+            select f.id, g.n, upper(c._c1) as label,
+                   (select max(id) from {schema}.facts) as top
+            from {schema}.facts f join g on f.g = g.g
+            left join csv.`{csv_dir}` c on f.id = cast(c._c0 as int)
+            where f.id in (select id from {schema}.facts where id < 40)
+        """
+        first = self.digest(session, sql)
+        assert self.digest(session, sql) == first
+        assert self.digest(session, sql, ("other model",)) != first
+        # Rewritten in place under the same name and size: the modification time tells.
+        time.sleep(0.01)
+        (csv_dir / "part.csv").write_text("1,a\n2,c\n")
+        changed = self.digest(session, sql)
+        assert changed != first
+        os.utime(csv_dir / "part.csv", ns=(0, 0))
+        assert self.digest(session, sql) not in (first, changed)
+        # A table rewritten by Spark (new files).
+        session.sql(f"insert into {schema}.facts select 99, 0")
+        assert self.digest(session, sql) not in (first, changed)
+
+    def test_inline_rows_behind_a_view_are_part_of_the_digest(self, session, project):
+        view = f"{project.test_schema}.lookup"
+        session.sql(f"create or replace view {view} as select * from values (1, 'a') as t(id, label)")
+        before = self.digest(session, f"select * from {view}")
+        session.sql(f"create or replace view {view} as select * from values (1, 'b') as t(id, label)")
+        assert self.digest(session, f"select * from {view}") != before
+
+    def test_settings_that_change_results_change_the_digest_and_the_adapters_own_do_not(self, session):
+        sql = "select cast(timestamp'2026-01-01 00:00:00' as string) as at, id from range(3)"
+        zone = session.conf.get("spark.sql.session.timeZone")
+        before = self.digest(session, sql)
+        try:
+            session.conf.set("spark.sql.session.timeZone", "Asia/Tokyo" if zone != "Asia/Tokyo" else "UTC")
+            assert self.digest(session, sql) != before
+        finally:
+            session.conf.set("spark.sql.session.timeZone", zone)
+        saved = {name: session.conf.get(name, None) for name in ADAPTER_SETTINGS}
+        try:
+            session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+            session.conf.set("spark.sql.legacy.bucketedTableScan.outputOrdering", "true")
+            assert self.digest(session, sql) == before
+        finally:
+            for name, value in saved.items():
+                session.conf.unset(name) if value is None else session.conf.set(name, value)
+
+    @pytest.mark.parametrize(
+        "sql, reason",
+        [
+            ("select id, rand() as r from range(3)", "nondeterministic"),
+            ("select id from range(3) where id > cast(rand() * 0 as int) - 1", "nondeterministic"),
+            ("select id, uuid() as u from range(3)", "nondeterministic"),
+            ("select id, om_plus_one(id) as n from range(3)", "user-defined function"),
+            ("select * from {schema}.cached", "InMemoryRelation"),
+            ("select * from {schema}.missing", "could not plan"),
+        ],
+        ids=["rand", "rand-in-a-filter", "uuid", "python-udf", "cached-table", "analysis-error"],
+    )
+    def test_no_digest_where_it_cannot_vouch_for_the_output(self, session, project, sql, reason):
+        schema = project.test_schema
+        session.udf.register("om_plus_one", lambda x: x + 1, "long")
+        session.sql(f"create table if not exists {schema}.cached using parquet as select 1 as id")
+        session.sql(f"cache table {schema}.cached")
+        try:
+            inputs = model_inputs(session, sql.format(schema=schema), ["model"])
+        finally:
+            session.sql(f"uncache table {schema}.cached")
+        assert inputs.digest is None and reason in inputs.reason
