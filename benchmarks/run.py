@@ -269,6 +269,8 @@ def main() -> None:
         name += f"-{'-'.join(variants)}"
     if args.model != "projection":
         name += f"-{args.model}"
+    if args.rewrite_sources:
+        name += "-rewritten"
     write_reports(args.out, name, environment, records, summarize(records))
 
 
