@@ -72,22 +72,38 @@ def two_folders(tmp_path_factory):
     first = _run_from(work / "here", dbt_run_command(project, FIRST))
     first_modes = _modes(project)
     second = _run_from(work / "there", dbt_run_command(project, SECOND) + ["--select", "customers"])
-    return work, project, first, first_modes, second
+    second_modes = _modes(project)
+    third = _run_from(work / "here", dbt_run_command(project, SECOND) + ["--select", "customers"])
+    return work, project, first, first_modes, second, second_modes, third
+
+
+def _messages(project: Path):
+    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    return {r["unique_id"].split(".")[-1]: r["adapter_response"].get("_message", "") for r in results}
 
 
 def test_a_run_from_another_folder_is_incremental(two_folders):
-    work, project, first, first_modes, second = two_folders
+    work, project, first, first_modes, second, second_modes, _ = two_folders
     assert first.returncode == 1, first.stdout[-3000:]  # the broken model
     assert first_modes["customers"] == "initial"
     assert second.returncode == 0, second.stdout[-3000:]
-    assert _modes(project)["customers"] == "incremental"
+    assert second_modes["customers"] == "incremental"
     for name in SPARK_FILES:
         assert (project / name).exists(), name
         assert not (work / "here" / name).exists() and not (work / "there" / name).exists(), name
 
 
+def test_a_later_process_reading_the_same_inputs_builds_nothing(two_folders):
+    """What a model reads is digested the same way by every process (no process-bound setting
+    in it), so a scheduled run over untouched inputs skips."""
+    _, project, _, _, _, _, third = two_folders
+    assert third.returncode == 0, third.stdout[-3000:]
+    assert _messages(project)["customers"].startswith("inputs unchanged since run ")
+    assert _modes(project)["customers"] == "incremental"
+
+
 def test_spark_does_not_flood_the_output(two_folders):
-    _, _, first, _, _ = two_folders
+    _, _, first, _, _, _, _ = two_folders
     output = first.stdout + first.stderr
     assert "SparkRuntimeException: [USER_RAISED_EXCEPTION] boom SQLSTATE: P0001" in first.stdout
     assert "[Stage " not in output  # progress bars

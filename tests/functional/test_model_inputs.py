@@ -53,6 +53,17 @@ class TestModelInputs:
         session.sql(f"insert into {schema}.facts select 99, 0")
         assert self.digest(session, sql) not in (first, changed)
 
+    def test_a_partitioned_table_is_digested_by_its_partitions_files(self, session, project):
+        table = f"{project.test_schema}.parted"
+        session.sql(f"create table {table} using parquet partitioned by (p) as select id, id % 3 as p from range(9)")
+        sql = f"select * from {table} where p = 1"
+        before = self.digest(session, sql)
+        assert self.digest(session, sql) == before
+        session.sql(f"insert into {table} select 2, 2")  # another partition: what the model reads is unchanged
+        assert self.digest(session, sql) == before
+        session.sql(f"insert into {table} select 10, 1")
+        assert self.digest(session, sql) != before
+
     def test_inline_rows_behind_a_view_are_part_of_the_digest(self, session, project):
         view = f"{project.test_schema}.lookup"
         session.sql(f"create or replace view {view} as select * from values (1, 'a') as t(id, label)")

@@ -106,6 +106,7 @@ def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
 def _file_relation(session: Any, relation: Any) -> list[str]:
     """The relation's description, then one line per file."""
     nothing = _empty_seq(session)
+    location = relation.location()
     lines = [
         "|".join(
             (
@@ -114,12 +115,20 @@ def _file_relation(session: Any, relation: Any) -> list[str]:
                 relation.dataSchema().json(),
                 relation.partitionSchema().json(),
                 relation.bucketSpec().toString(),
+                # A table format's index names its version here (Delta: the snapshot it read).
+                location.toString(),
             )
         )
     ]
-    for directory in _seq(relation.location().listFiles(nothing, nothing)):
+    for directory in _seq(location.listFiles(nothing, nothing)):
+        lines.append(directory.values().toString())
         for status in _seq(directory.files()):
-            lines.append(f"{status.getPath().toString()}|{status.getLen()}|{status.getModificationTime()}")
+            # The metadata carries what a table format attaches to a file (Delta: its deletion
+            # vector), which can change while path, size and time do not.
+            lines.append(
+                f"{status.getPath().toString()}|{status.getLen()}|{status.getModificationTime()}|"
+                f"{status.metadata().toString()}"
+            )
     return lines
 
 
