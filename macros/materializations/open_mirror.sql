@@ -31,7 +31,7 @@
 
   {#- 1. The model output, unless the model reads what its snapshot was built from. -#}
   {%- if not adapter.openmirror_inputs_unchanged(
-      run, existing_relation, compiled_code, var('openmirror_reconcile', false)) -%}
+      run, existing_relation, compiled_code, model, var('openmirror_reconcile', false)) -%}
     {%- call statement('build_model_output') -%}
       {%- if run.builds_output_view -%}
         {{ create_view_as(new_relation, compiled_code) }}

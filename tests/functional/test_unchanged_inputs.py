@@ -10,7 +10,7 @@ from dbt.tests.util import run_dbt
 from tests.support.mirror import assert_mirror_equals, findings_for, model_output, table_folder, tree_digest
 
 CUSTOMERS = """
-{{ config(materialized='open_mirror', unique_key='id') }}
+{{ config(materialized='open_mirror', unique_key='id', meta={'owner': var('owner', 'a')}) }}
 select cast(_c0 as int) as id, _c1 as name from csv.`{{ var('csv_dir') }}`
 """
 LOOKUP = """
@@ -71,4 +71,10 @@ class TestUnchangedInputs:
         # A reconcile run always builds and compares.
         reconciled = self.run(csv_dir, "y", ", openmirror_reconcile: true")
         assert UNCHANGED not in reconciled["customers"]["_message"] and reconciled["customers"]["files"] == []
+        self.check(project, warehouse, landing_zone, csv_dir)
+
+        # The model's config is part of the model: changed, the run builds (and finds no change).
+        configured = self.run(csv_dir, "y", ", owner: b")
+        assert UNCHANGED not in configured["customers"]["_message"] and configured["customers"]["files"] == []
+        assert UNCHANGED in configured["labels"]["_message"]
         self.check(project, warehouse, landing_zone, csv_dir)

@@ -88,7 +88,7 @@ class Project:
             run.prepare()
             existing = self.warehouse.find(run.relations.target)
             self.warehouse.drop(run.relations.new_output)
-            self.built.append(not run.inputs_unchanged(existing, "select * from customers", reconcile))
+            self.built.append(not run.inputs_unchanged(existing, "select * from customers", "{}", reconcile))
             if self.built[-1]:
                 self.warehouse.build(run.relations.new_output, COLUMNS, rows)
             return run.publish(existing)

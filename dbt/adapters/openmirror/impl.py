@@ -6,6 +6,7 @@ staging mode and the changes held for their tests; each model run is a `MirrorRu
 its lease when dbt releases the model's connection (also when it failed).
 """
 
+import json
 import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -191,11 +192,15 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_inputs_unchanged(
-        self, run: MirrorRun, existing: Any | None, compiled_sql: str, reconcile: Any
+        self, run: MirrorRun, existing: Any | None, compiled_sql: str, model: Mapping[str, Any], reconcile: Any
     ) -> bool:
         """Before the output is built: true when the model reads what its snapshot was built from
-        (the run then builds and publishes nothing)."""
-        return run.inputs_unchanged(existing, compiled_sql, is_set(reconcile))
+        (the run then builds and publishes nothing). `model` is dbt's node: its config and
+        columns (hooks, contract, column types) count as part of the model."""
+        definition = json.dumps(
+            {"config": model.get("config"), "columns": model.get("columns")}, sort_keys=True, default=str
+        )
+        return run.inputs_unchanged(existing, compiled_sql, definition, is_set(reconcile))
 
     @available
     def openmirror_publish(self, run: MirrorRun, existing: Any | None) -> OpenMirrorResponse:

@@ -107,16 +107,17 @@ class MirrorRun:
             self._acquire_lease()
             self._recover()
 
-    def inputs_unchanged(self, existing: Any | None, compiled_sql: str, reconcile: bool) -> bool:
+    def inputs_unchanged(self, existing: Any | None, compiled_sql: str, definition: str, reconcile: bool) -> bool:
         """Before the output is built: whether the model reads exactly what its snapshot was built
         from (spark/model_inputs.py), so that its output would be the snapshot again and the run
-        publishes nothing without building or comparing it. Only a publishing full-diff run
+        publishes nothing without building or comparing it. `definition` is the rest of the
+        model as dbt knows it (config, columns). Only a publishing full-diff run
         whose table folder still ends where the snapshot does; `--full-refresh`, a reconcile run
         and `skip_unchanged_inputs=false` always build."""
         mirror = self.mirror
         if not (self.publishes and mirror.skip_unchanged_inputs) or self.candidates:
             return False
-        inputs = self.context.model_inputs(compiled_sql, [compiled_sql, repr(mirror)])
+        inputs = self.context.model_inputs(compiled_sql, [compiled_sql, definition, repr(mirror)])
         if inputs.digest is None:
             self.context.debug(f"Model '{mirror.model}': building, its inputs cannot be compared: {inputs.reason}")
             return False
