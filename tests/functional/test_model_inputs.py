@@ -64,12 +64,42 @@ class TestModelInputs:
         session.sql(f"insert into {table} select 10, 1")
         assert self.digest(session, sql) != before
 
-    def test_inline_rows_behind_a_view_are_part_of_the_digest(self, session, project):
+    @pytest.mark.parametrize(
+        "one, other",
+        [
+            ("values (1, 'a') as t(id, label)", "values (1, 'b') as t(id, label)"),
+            ("values (1, 'null'), (2, null) as t(id, label)", "values (1, null), (2, 'null') as t(id, label)"),
+            ("values ('a'), ('b') as t(label)", "values ('a], [b') as t(label)"),
+            ("select named_struct('a', 'x,y', 'b', 'z') as s", "select named_struct('a', 'x', 'b', 'y,z') as s"),
+            ("select array(null, null, 'c') as a", "select array(null, 'null', 'c') as a"),
+            ("select 'null' as label", "select cast(null as string) as label"),
+        ],
+        ids=["rows", "null-or-'null'", "row-separators", "struct-literal", "array-literal", "string-literal"],
+    )
+    def test_inline_rows_and_literals_behind_a_view_are_part_of_the_digest(self, session, project, one, other):
+        """The plan's text prints neither inline rows nor quotes: such views must still differ."""
         view = f"{project.test_schema}.lookup"
-        session.sql(f"create or replace view {view} as select * from values (1, 'a') as t(id, label)")
+        session.sql(f"create or replace view {view} as {one if one.startswith('select') else 'select * from ' + one}")
         before = self.digest(session, f"select * from {view}")
-        session.sql(f"create or replace view {view} as select * from values (1, 'b') as t(id, label)")
+        session.sql(
+            f"create or replace view {view} as {other if other.startswith('select') else 'select * from ' + other}"
+        )
         assert self.digest(session, f"select * from {view}") != before
+
+    def test_the_time_zone_counts_also_when_only_the_jvm_sets_it(self, session):
+        sql = "select cast(cast(id * 3600 as timestamp) as string) as at from range(2)"
+        zones = session._jvm.java.util.TimeZone
+        jvm_zone, set_zone = zones.getDefault(), session.conf.get("spark.sql.session.timeZone", None)
+        session.conf.unset("spark.sql.session.timeZone")
+        try:
+            zones.setDefault(zones.getTimeZone("UTC"))
+            in_utc = self.digest(session, sql)
+            zones.setDefault(zones.getTimeZone("Asia/Tokyo"))
+            assert self.digest(session, sql) != in_utc
+        finally:
+            zones.setDefault(jvm_zone)
+            if set_zone is not None:
+                session.conf.set("spark.sql.session.timeZone", set_zone)
 
     def test_settings_that_change_results_change_the_digest_and_the_adapters_own_do_not(self, session):
         sql = "select cast(timestamp'2026-01-01 00:00:00' as string) as at, id from range(3)"
@@ -98,8 +128,9 @@ class TestModelInputs:
             ("select id, om_plus_one(id) as n from range(3)", "user-defined function"),
             ("select * from {schema}.cached", "InMemoryRelation"),
             ("select * from {schema}.missing", "could not plan"),
+            ("select transform(id) using 'cat' as (x string) from range(2)", "runs code outside its plan"),
         ],
-        ids=["rand", "rand-in-a-filter", "uuid", "python-udf", "cached-table", "analysis-error"],
+        ids=["rand", "rand-in-a-filter", "uuid", "python-udf", "cached-table", "analysis-error", "script"],
     )
     def test_no_digest_where_it_cannot_vouch_for_the_output(self, session, project, sql, reason):
         schema = project.test_schema

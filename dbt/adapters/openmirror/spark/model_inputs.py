@@ -10,13 +10,14 @@ covers:
 - the output's column names and types;
 - each file relation the plan reads: its format, options and schemas, and the path, size and
   modification time of every file (a file rewritten in place changes size or time);
-- the rows of inline data (`values (…)`), which the plan's text leaves out;
+- the rows of inline data (`values (…)`), which the plan's text leaves out, and every literal as
+  SQL (the plan's text prints them unquoted);
 - Spark's version, the session's `spark.sql.*` settings and its parallelism;
 - what the caller adds (the compiled SQL, the model's config).
 
 It gives no digest where it could not vouch for the output: a source other than files (JDBC,
-other connectors, cached data), a nondeterministic expression, a user-defined function (its code
-is not in the plan), or more files than are worth listing.
+other connectors, cached data), a nondeterministic expression, a user-defined function or a
+`TRANSFORM … USING` script (their code is not in the plan), or more files than are worth listing.
 """
 
 import hashlib
@@ -36,8 +37,25 @@ ADAPTER_SETTINGS = frozenset(
 MAX_FILES = 20_000
 #: Leaves whose whole content is in the plan's text.
 _SELF_DESCRIBED_LEAVES = frozenset({"Range", "OneRowRelation"})
+#: Plan nodes that run code the plan does not contain: `TRANSFORM … USING` scripts, Python and
+#: pandas functions, typed Dataset closures.
+_CODE_RUNNING_NODES = (
+    "ScriptTransformation",
+    "Python",
+    "Pandas",
+    "Arrow",
+    "MapPartitions",
+    "MapElements",
+    "MapGroups",
+    "CoGroup",
+    "AppendColumns",
+    "ToObject",
+    "FromObject",
+    "TypedFilter",
+)
 _FILE_RELATION = "org.apache.spark.sql.execution.datasources.HadoopFsRelation"
 _USER_DEFINED = "org.apache.spark.sql.catalyst.expressions.UserDefinedExpression"
+_LITERAL = "org.apache.spark.sql.catalyst.expressions.Literal"
 
 
 @dataclass(frozen=True)
@@ -75,13 +93,21 @@ def model_inputs(session: Any, sql: str, context: Sequence[str]) -> ModelInputs:
 
 
 def _settings(session: Any) -> list[str]:
+    """The settings set on the session, and the effective time zone, which when not set is the
+    JVM's (it decides how timestamps are cast and parsed, and `Cast` does not print it)."""
     settings = session.conf.getAll
     kept = sorted(f"{k}={v}" for k, v in settings.items() if k.startswith("spark.sql.") and k not in ADAPTER_SETTINGS)
-    return [*kept, f"parallelism={session.sparkContext.defaultParallelism}"]
+    return [
+        *kept,
+        f"timeZone={session.conf.get('spark.sql.session.timeZone')}",
+        f"parallelism={session.sparkContext.defaultParallelism}",
+    ]
 
 
 def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
-    user_defined = session._jvm.java.lang.Class.forName(_USER_DEFINED)
+    jvm = session._jvm
+    user_defined = jvm.java.lang.Class.forName(_USER_DEFINED)
+    literal = jvm.java.lang.Class.forName(_LITERAL)
     files = 0
     for node in _nodes(plan):
         name = node.getClass().getSimpleName()
@@ -90,6 +116,12 @@ def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
         for expression in _expressions(node):
             if user_defined.isInstance(expression):
                 raise _NoDigest(f"it calls a user-defined function ({expression.prettyName()})")
+            if literal.isInstance(expression):
+                # The plan prints literals unquoted ('null' and NULL alike, `array('a,b')` and
+                # `array('a', 'b')` alike); as SQL they are typed and escaped.
+                yield _literal_sql(expression)
+        if any(part in name for part in _CODE_RUNNING_NODES):
+            raise _NoDigest(f"it runs code outside its plan ({name})")
         if not _seq(node.children()):
             if name == "LogicalRelation" and node.relation().getClass().getName() == _FILE_RELATION:
                 listed = _file_relation(session, node.relation())
@@ -98,9 +130,24 @@ def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
                     raise _NoDigest(f"it reads more than {MAX_FILES} files")
                 yield from listed
             elif name == "LocalRelation":
-                yield node.data().toString()
+                yield from _inline_rows(session, node)
             elif name not in _SELF_DESCRIBED_LEAVES:
                 raise _NoDigest(f"it reads {name}, which is not a file relation")
+
+
+def _literal_sql(expression: Any) -> str:
+    try:
+        return str(expression.sql())
+    except Exception as exc:  # a type without a SQL literal
+        raise _NoDigest(f"a literal of type {expression.dataType().simpleString()} has no SQL form") from exc
+
+
+def _inline_rows(session: Any, relation: Any) -> Iterator[str]:
+    """Inline rows as typed, escaped SQL (a row's `toString` prints strings unquoted, so NULL and
+    'null' would look alike): each row a struct literal."""
+    schema = relation.schema()
+    for row in _seq(relation.data()):
+        yield _literal_sql(session._jvm.org.apache.spark.sql.catalyst.expressions.Literal(row, schema))
 
 
 def _file_relation(session: Any, relation: Any) -> list[str]:
