@@ -5,6 +5,7 @@ warehouse, with the digest the in-process session would give injected."""
 import hashlib
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,21 @@ def test_a_table_folder_that_no_longer_ends_where_the_snapshot_does_is_loaded_ag
     assert project.built == [True, True]
     assert response.mode == "initial" and response.inserts == 3
     assert project.files() == ["00000000000000000001.parquet"]
+
+
+def test_inputs_that_change_while_the_output_is_built_are_not_recorded(project: Project) -> None:
+    """Read before the build they are one thing, after it another: the output may be either, so a
+    later run reading the first again (a source changed back) must build."""
+    read = iter([ModelInputs("digest-2"), ModelInputs("digest-3")])
+    project.context = replace(project.context, model_inputs=lambda sql, context: next(read))
+    project.run(CHANGED)
+    assert SNAPSHOT_INPUTS not in project.snapshot()
+    project.context = replace(project.context, model_inputs=lambda sql, context: ModelInputs("digest-2"))
+    project.run(CHANGED)
+    assert project.built == [True, True, True]
+    # Read alike before and after the build, they are recorded: the next run skips.
+    project.run(CHANGED)
+    assert project.built[-1] is False
 
 
 def test_a_model_can_turn_the_skip_off(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ from dbt.adapters.openmirror.run.overlay import (
 from dbt.adapters.openmirror.run.relations import RunRelations, beside
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
 from dbt.adapters.openmirror.run.statements import table_properties
+from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 
 
 class MirrorRun:
@@ -85,8 +86,10 @@ class MirrorRun:
         self._lease: Lease | None = None
         self._heartbeat: Heartbeat | None = None
         self._staging: list[Staging] = []
-        #: What the model read (spark/model_inputs.py), recorded with the snapshot a full run makes.
+        #: What the model read (spark/model_inputs.py), recorded with the snapshot a full run makes,
+        #: and how to read it again once the output is built.
         self._inputs_digest: str | None = None
+        self._read_inputs: Callable[[], ModelInputs] | None = None
         #: The model read what its snapshot was built from: nothing was built, nothing is published.
         self._unchanged: OpenMirrorResponse | None = None
 
@@ -117,7 +120,8 @@ class MirrorRun:
         mirror = self.mirror
         if not (self.publishes and mirror.skip_unchanged_inputs) or self.candidates:
             return False
-        inputs = self.context.model_inputs(compiled_sql, [compiled_sql, definition, repr(mirror)])
+        self._read_inputs = partial(self.context.model_inputs, compiled_sql, [compiled_sql, definition, repr(mirror)])
+        inputs = self._read_inputs()
         if inputs.digest is None:
             self.context.debug(f"Model '{mirror.model}': building, its inputs cannot be compared: {inputs.reason}")
             return False
@@ -144,6 +148,7 @@ class MirrorRun:
         if self._unchanged is not None:
             self.release_lease()
             return self._unchanged
+        self._confirm_inputs()
         relations, catalog = self.relations, self.context.catalog
         snapshot = self._snapshot_record(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
@@ -174,6 +179,16 @@ class MirrorRun:
             return response
         candidate_runs = candidate_runs_after(snapshot, self.candidates)
         return self._stage_and_publish(plan, state, change, relations.new_output, candidate_runs, self._make_snapshot)
+
+    def _confirm_inputs(self) -> None:
+        """The digest taken before the build is recorded only if the inputs are the same after it:
+        a source changed while the model was built (and changed back before a later run) must not
+        let that run skip."""
+        if self._inputs_digest is None or self._read_inputs is None:
+            return
+        if self._read_inputs().digest != self._inputs_digest:
+            self.context.debug(f"Model '{self.mirror.model}': its inputs changed while it was built; not recorded")
+            self._inputs_digest = None
 
     def _diff(self) -> SnapshotDiff:
         return SnapshotDiff(
