@@ -87,7 +87,7 @@ class MirrorRun:
         self._heartbeat: Heartbeat | None = None
         self._staging: list[Staging] = []
         #: What the model read (spark/model_inputs.py), recorded with the snapshot a full run makes,
-        #: and how to read it again once the output is built.
+        #: and how to read it again once the output is built (both None without a digest).
         self._inputs_digest: str | None = None
         self._read_inputs: Callable[[], ModelInputs] | None = None
         #: The model read what its snapshot was built from: nothing was built, nothing is published.
@@ -120,12 +120,12 @@ class MirrorRun:
         mirror = self.mirror
         if not (self.publishes and mirror.skip_unchanged_inputs) or self.candidates:
             return False
-        self._read_inputs = partial(self.context.model_inputs, compiled_sql, [compiled_sql, definition, repr(mirror)])
-        inputs = self._read_inputs()
+        read = partial(self.context.model_inputs, compiled_sql, [definition, repr(mirror)])
+        inputs = read()
         if inputs.digest is None:
             self.context.debug(f"Model '{mirror.model}': building, its inputs cannot be compared: {inputs.reason}")
             return False
-        self._inputs_digest = inputs.digest
+        self._inputs_digest, self._read_inputs = inputs.digest, read
         if self.full_refresh or reconcile or existing is None or existing.type != "table":
             return False
         snapshot = self._snapshot_record(existing)
@@ -184,9 +184,7 @@ class MirrorRun:
         """The digest taken before the build is recorded only if the inputs are the same after it:
         a source changed while the model was built (and changed back before a later run) must not
         let that run skip."""
-        if self._inputs_digest is None or self._read_inputs is None:
-            return
-        if self._read_inputs().digest != self._inputs_digest:
+        if self._read_inputs is not None and self._read_inputs().digest != self._inputs_digest:
             self.context.debug(f"Model '{self.mirror.model}': its inputs changed while it was built; not recorded")
             self._inputs_digest = None
 

@@ -12,8 +12,8 @@ covers:
   modification time of every file (a file rewritten in place changes size or time);
 - the rows of inline data (`values (…)`), which the plan's text leaves out, and every literal as
   SQL (the plan's text prints them unquoted);
-- Spark's version, the session's `spark.sql.*` settings and its parallelism;
-- what the caller adds (the compiled SQL, the model's config).
+- Spark's version, the session's `spark.sql.*` settings, its effective time zone and parallelism;
+- the compiled SQL, and what the caller adds (the model's config).
 
 It gives no digest where it could not vouch for the output: a source other than files (JDBC,
 other connectors, cached data), a nondeterministic expression, a user-defined function or a
@@ -71,8 +71,8 @@ class _NoDigest(Exception):
 
 
 def model_inputs(session: Any, sql: str, context: Sequence[str]) -> ModelInputs:
-    """The digest of what `sql` (a model's compiled query) reads on `session`, with `context`
-    (strings that also decide the output) mixed in. Analysis and optimization only: no job runs,
+    """The digest of `sql` (a model's compiled query) and what it reads on `session`, with
+    `context` (strings that also decide the output) mixed in. Analysis and optimization only: no job runs,
     except where Spark itself infers a schema from files."""
     try:
         frame = session.sql(f"select * from (\n{sql}\n) as model_output")
@@ -80,7 +80,7 @@ def model_inputs(session: Any, sql: str, context: Sequence[str]) -> ModelInputs:
     except Exception as exc:  # the build reports the model's own error
         return ModelInputs(None, f"Spark could not plan the model: {type(exc).__name__}")
     try:
-        parts = [*context, session.version, frame.schema.json(), *_settings(session)]
+        parts = [sql, *context, session.version, frame.schema.json(), *_settings(session)]
         parts.append(plan.canonicalized().treeString(True, False, 2**31 - 1, False, False))
         parts.extend(_plan_inputs(session, plan))
     except _NoDigest as exc:
