@@ -8,7 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
+from pyspark.sql import SparkSession
 
+from dbt.adapters.openmirror.run.statements import AdapterStatements
 from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
@@ -30,6 +32,12 @@ where updated_at >= (select max(updated_at) from {{ this }})
 """
 
 COLUMNS = "as t(id, name, updated_at, deleted)"
+RECONCILE = ["--vars", "{openmirror_reconcile: true}"]
+
+
+def loader():
+    """Another writer of the source: straight on the Spark session, outside dbt's connections."""
+    return SparkSession.builder.getOrCreate()
 
 
 def _source(rows: str) -> str:
@@ -182,3 +190,55 @@ class TestColumnChangesInCandidateRuns(Incremental):
         results = run_dbt(["run"], expect_pass=False)
         assert "updated_at" in results[0].message and "whose column type changes" in results[0].message
         assert tree_digest(landing_zone) == before
+
+
+class TestSourceWrittenDuringARunInFull(Incremental):
+    """A run in full of a `delete_flag` model reads its output, a view, twice: once to check its
+    keys, once to write the complete output. A source written between the two reads (a loader
+    syncing while dbt runs) cannot slip a key the first check never saw into the mirror: the
+    complete output's keys are checked again by the diff, and the mirror follows what was written."""
+
+    def test_a_duplicate_key_written_between_the_reads_is_refused(
+        self, project, warehouse, landing_zone, tmp_path, monkeypatch
+    ):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)")
+        before = tree_digest(landing_zone)
+        execute = AdapterStatements.execute
+        written = []
+
+        def loader_writes_between_the_reads(statements, macro, **values):
+            if macro == "openmirror_complete_output_sql":
+                loader().sql(f"insert into {schema}.src select 2, 'B', 2, false")
+                written.append(macro)
+            execute(statements, macro, **values)
+
+        monkeypatch.setattr(AdapterStatements, "execute", loader_writes_between_the_reads)
+        results = run_dbt(["run", *RECONCILE], expect_pass=False)
+        assert written and "Model 'orders': unique_key ['id'] is not unique: id=2" in results[0].message
+        assert tree_digest(landing_zone) == before
+        monkeypatch.undo()
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false)", RECONCILE)
+        self.check(project, warehouse, landing_zone, tmp_path)
+
+
+class TestSourceFlaggedDuringARunInFull(Incremental):
+    """As above, a row flagged deleted between the two reads: the complete output was written from
+    the second read, and the snapshot and the mirror follow it."""
+
+    def test_a_flagged_row_written_between_the_reads_leaves_the_mirror_equal_to_the_snapshot(
+        self, project, warehouse, landing_zone, tmp_path, monkeypatch
+    ):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)")
+        execute = AdapterStatements.execute
+
+        def loader_deletes_between_the_reads(statements, macro, **values):
+            if macro == "openmirror_complete_output_sql":
+                loader().sql(f"insert overwrite table {schema}.src values (1, 'a', 1, false), (2, 'b', 2, true)")
+            execute(statements, macro, **values)
+
+        monkeypatch.setattr(AdapterStatements, "execute", loader_deletes_between_the_reads)
+        response = run_dbt(["run", *RECONCILE])[0].adapter_response
+        assert response["deletes"] == 1
+        self.check(project, warehouse, landing_zone, tmp_path)

@@ -8,7 +8,8 @@ import time
 import pytest
 from pyspark.sql import SparkSession
 
-from dbt.adapters.openmirror.spark.model_inputs import ADAPTER_SETTINGS, model_inputs
+from dbt.adapters.openmirror.spark.model_inputs import ADAPTER_SETTINGS, SETTLED_SECONDS, model_inputs
+from tests.support.mirror import settle
 
 
 class TestModelInputs:
@@ -23,7 +24,13 @@ class TestModelInputs:
         (folder / "part.csv").write_text("1,a\n2,b\n")
         return folder
 
+    @pytest.fixture(autouse=True)
+    def settled(self, spark_dirs, csv_dir):
+        """What the digests read: the warehouse's tables and the CSV files."""
+        self.settled_roots = (spark_dirs / "warehouse", csv_dir)
+
     def digest(self, session, sql, context=("model",)):
+        settle(*self.settled_roots)  # written well before the run, as a scheduled run finds them
         inputs = model_inputs(session, sql, list(context))
         assert inputs.digest is not None, inputs.reason
         return inputs.digest
@@ -142,3 +149,25 @@ class TestModelInputs:
         finally:
             session.sql(f"uncache table {schema}.cached")
         assert inputs.digest is None and reason in inputs.reason
+
+    def test_a_file_written_moments_ago_gives_no_digest(self, session, csv_dir):
+        """A store keeps times to the second (object stores) on a clock that is not the driver's:
+        a file rewritten in place with the same size within that time would keep its time."""
+        sql = f"select * from csv.`{csv_dir}`"
+        self.digest(session, sql)
+        (csv_dir / "part.csv").write_text("1,a\n2,d\n")
+        inputs = model_inputs(session, sql, ["model"])
+        assert inputs.digest is None and f"less than {SETTLED_SECONDS} s ago" in inputs.reason
+        assert "part.csv" in inputs.reason
+
+    def test_a_table_listed_earlier_in_the_session_is_listed_again(self, session, project, csv_dir):
+        """Spark keeps a table's file listing for the session; a file rewritten in place since
+        (same name, same size) must still change the digest, and the build must read it."""
+        table = f"{project.test_schema}.csv_table"
+        session.sql(f"create table {table} (id string, label string) using csv location '{csv_dir}'")
+        sql = f"select * from {table}"
+        before = self.digest(session, sql)
+        assert session.sql(sql).count() == 2  # the listing is now kept by the session
+        (csv_dir / "part.csv").write_text("1,a\n2,e\n")
+        assert self.digest(session, sql) != before
+        assert sorted(r.label for r in session.sql(sql).collect()) == ["a", "e"]

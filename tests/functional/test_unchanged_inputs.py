@@ -4,10 +4,19 @@ the ways users change it (a source file rewritten in place under the same name a
 upstream view's inline rows); each time the run builds, and replaying the landing zone equals the
 model's output. test_model_inputs.py tries the digest itself on more cases."""
 
+import os
+
 import pytest
 from dbt.tests.util import run_dbt
 
-from tests.support.mirror import assert_mirror_equals, findings_for, model_output, table_folder, tree_digest
+from tests.support.mirror import (
+    assert_mirror_equals,
+    findings_for,
+    model_output,
+    settle,
+    table_folder,
+    tree_digest,
+)
 
 CUSTOMERS = """
 {{ config(materialized='open_mirror', unique_key='id', meta={'owner': var('owner', 'a')}) }}
@@ -30,6 +39,7 @@ class TestUnchangedInputs:
         return {"customers.sql": CUSTOMERS, "lookup.sql": LOOKUP, "labels.sql": LABELS}
 
     def run(self, csv_dir, label, *args):
+        settle(csv_dir)  # written well before the run, as a scheduled run finds its sources
         results = run_dbt(["run", "--vars", f"{{csv_dir: '{csv_dir}', label: {label}{''.join(args)}}}"])
         return {r.node.name: r.adapter_response for r in results if r.node.name != "lookup"}
 
@@ -78,3 +88,30 @@ class TestUnchangedInputs:
         assert UNCHANGED not in configured["customers"]["_message"] and configured["customers"]["files"] == []
         assert UNCHANGED in configured["labels"]["_message"]
         self.check(project, warehouse, landing_zone, csv_dir)
+
+
+class TestFreshSources:
+    """A store that keeps modification times to the second (object stores) shows a file rewritten
+    in place with the same size within that second with the time it had: a run right after a
+    source was written builds and records no digest, so the next run builds too."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": CUSTOMERS}
+
+    def test_a_source_written_moments_before_the_run_is_not_vouched_for(
+        self, project, warehouse, landing_zone, tmp_path
+    ):
+        csv_dir = tmp_path / "fresh"
+        csv_dir.mkdir()
+        source = csv_dir / "part.csv"
+        source.write_text("1,a\n2,b\n")
+        written = source.stat()
+        run = ["run", "--vars", f"{{csv_dir: '{csv_dir}'}}"]
+        assert run_dbt(run)[0].adapter_response["mode"] == "initial"
+        source.write_text("1,a\n2,c\n")
+        os.utime(source, ns=(written.st_atime_ns, written.st_mtime_ns))  # the time a 1 s store would show
+        response = run_dbt(run)[0].adapter_response
+        assert UNCHANGED not in response["_message"] and response["updates"] == 1
+        expected = f"select cast(_c0 as int) as id, _c1 as name from csv.`{csv_dir}`"
+        assert_mirror_equals(warehouse, table_folder(landing_zone, project.test_schema, "customers"), expected)

@@ -9,7 +9,7 @@ covers:
   `current_timestamp()` or `rand()` never matches an earlier run;
 - the output's column names and types;
 - each file relation the plan reads: its format, options and schemas, and the path, size and
-  modification time of every file (a file rewritten in place changes size or time);
+  modification time of every file, listed afresh (a file rewritten in place changes size or time);
 - the rows of inline data (`values (…)`), which the plan's text leaves out, and every literal as
   SQL (the plan's text prints them unquoted);
 - Spark's version, the session's `spark.sql.*` settings, its effective time zone and parallelism;
@@ -17,10 +17,15 @@ covers:
 
 It gives no digest where it could not vouch for the output: a source other than files (JDBC,
 other connectors, cached data), a nondeterministic expression, a user-defined function or a
-`TRANSFORM … USING` script (their code is not in the plan), or more files than are worth listing.
+`TRANSFORM … USING` script (their code is not in the plan), more files than are worth listing, or
+a file written in the last `SETTLED_SECONDS`: stores keep modification times to the second (object
+stores) and their clocks are not the driver's, so a file rewritten in place with the same size
+soon after this read could keep the time it has now. The same reasoning as git's "racily clean"
+index entries.
 """
 
 import hashlib
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +40,9 @@ ADAPTER_SETTINGS = frozenset(
 )
 #: Listing more files costs more than it saves (several JVM calls per file).
 MAX_FILES = 20_000
+#: A file younger than this is not yet told apart from its own rewrite: a store's time granularity
+#: (a second on object stores) plus the skew between its clock and the driver's.
+SETTLED_SECONDS = 10
 #: Leaves whose whole content is in the plan's text.
 _SELF_DESCRIBED_LEAVES = frozenset({"Range", "OneRowRelation"})
 #: Plan nodes that run code the plan does not contain: `TRANSFORM … USING` scripts, Python and
@@ -82,7 +90,8 @@ def model_inputs(session: Any, sql: str, context: Sequence[str]) -> ModelInputs:
     try:
         parts = [sql, *context, session.version, frame.schema.json(), *_settings(session)]
         parts.append(plan.canonicalized().treeString(True, False, 2**31 - 1, False, False))
-        parts.extend(_plan_inputs(session, plan))
+        settled_before = int((time.time() - SETTLED_SECONDS) * 1000)
+        parts.extend(_plan_inputs(session, plan, settled_before))
     except _NoDigest as exc:
         return ModelInputs(None, str(exc))
     digest = hashlib.sha256()
@@ -104,7 +113,7 @@ def _settings(session: Any) -> list[str]:
     ]
 
 
-def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
+def _plan_inputs(session: Any, plan: Any, settled_before: int) -> Iterator[str]:
     jvm = session._jvm
     user_defined = jvm.java.lang.Class.forName(_USER_DEFINED)
     literal = jvm.java.lang.Class.forName(_LITERAL)
@@ -124,7 +133,7 @@ def _plan_inputs(session: Any, plan: Any) -> Iterator[str]:
             raise _NoDigest(f"it runs code outside its plan ({name})")
         if not _seq(node.children()):
             if name == "LogicalRelation" and node.relation().getClass().getName() == _FILE_RELATION:
-                listed = _file_relation(session, node.relation())
+                listed = _file_relation(session, node.relation(), settled_before)
                 files += len(listed) - 1
                 if files > MAX_FILES:
                     raise _NoDigest(f"it reads more than {MAX_FILES} files")
@@ -150,10 +159,15 @@ def _inline_rows(session: Any, relation: Any) -> Iterator[str]:
         yield _literal_sql(session._jvm.org.apache.spark.sql.catalyst.expressions.Literal(row, schema))
 
 
-def _file_relation(session: Any, relation: Any) -> list[str]:
-    """The relation's description, then one line per file."""
+def _file_relation(session: Any, relation: Any, settled_before: int) -> list[str]:
+    """The relation's description, then one line per file, each modified before `settled_before`
+    (epoch milliseconds)."""
     nothing = _empty_seq(session)
     location = relation.location()
+    # A table's listing is kept for the session: list again, so that the digest and the build
+    # both see the files as they are now (a file rewritten in place since was listed with the
+    # time it had then).
+    location.refresh()
     lines = [
         "|".join(
             (
@@ -170,6 +184,10 @@ def _file_relation(session: Any, relation: Any) -> list[str]:
     for directory in _seq(location.listFiles(nothing, nothing)):
         lines.append(directory.values().toString())
         for status in _seq(directory.files()):
+            if status.getModificationTime() >= settled_before:
+                raise _NoDigest(
+                    f"it reads a file written less than {SETTLED_SECONDS} s ago ({status.getPath().toString()})"
+                )
             # The metadata carries what a table format attaches to a file (Delta: its deletion
             # vector), which can change while path, size and time do not.
             lines.append(
