@@ -196,49 +196,33 @@ class TestSourceWrittenDuringARunInFull(Incremental):
     """A run in full of a `delete_flag` model reads its output, a view, twice: once to check its
     keys, once to write the complete output. A source written between the two reads (a loader
     syncing while dbt runs) cannot slip a key the first check never saw into the mirror: the
-    complete output's keys are checked again by the diff, and the mirror follows what was written."""
+    complete output's keys are checked again by the diff, and the snapshot and the mirror follow
+    what the second read wrote."""
 
-    def test_a_duplicate_key_written_between_the_reads_is_refused(
-        self, project, warehouse, landing_zone, tmp_path, monkeypatch
-    ):
+    def test_writes_between_the_reads(self, project, warehouse, landing_zone, tmp_path, monkeypatch):
         schema = project.test_schema
         self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
         before = tree_digest(landing_zone)
         execute = AdapterStatements.execute
-        written = []
 
-        def loader_writes_between_the_reads(statements, macro, **values):
-            if macro == "openmirror_complete_output_sql":
-                loader().sql(f"insert into {schema}.src select 2, 'B', 2, false")
-                written.append(macro)
-            execute(statements, macro, **values)
+        def loader_writes_between_the_reads(written):
+            def execute_then_write(statements, macro, **values):
+                if macro == "openmirror_complete_output_sql":
+                    loader().sql(f"insert overwrite table {schema}.src values {written}")
+                execute(statements, macro, **values)
 
-        monkeypatch.setattr(AdapterStatements, "execute", loader_writes_between_the_reads)
+            monkeypatch.setattr(AdapterStatements, "execute", execute_then_write)
+
+        # A key twice: refused, nothing published.
+        loader_writes_between_the_reads("(1, 'a', 1, false), (2, 'b', 1, false), (2, 'B', 2, false)")
         results = run_dbt(["run", *RECONCILE], expect_pass=False)
-        assert written and "Model 'orders': unique_key ['id'] is not unique: id=2" in results[0].message
+        assert "Model 'orders': unique_key ['id'] is not unique: id=2" in results[0].message
         assert tree_digest(landing_zone) == before
-        monkeypatch.undo()
-        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false)", RECONCILE)
-        self.check(project, warehouse, landing_zone, tmp_path)
-
-
-class TestSourceFlaggedDuringARunInFull(Incremental):
-    """As above, a row flagged deleted between the two reads: the complete output was written from
-    the second read, and the snapshot and the mirror follow it."""
-
-    def test_a_flagged_row_written_between_the_reads_leaves_the_mirror_equal_to_the_snapshot(
-        self, project, warehouse, landing_zone, tmp_path, monkeypatch
-    ):
-        schema = project.test_schema
-        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)")
-        execute = AdapterStatements.execute
-
-        def loader_deletes_between_the_reads(statements, macro, **values):
-            if macro == "openmirror_complete_output_sql":
-                loader().sql(f"insert overwrite table {schema}.src values (1, 'a', 1, false), (2, 'b', 2, true)")
-            execute(statements, macro, **values)
-
-        monkeypatch.setattr(AdapterStatements, "execute", loader_deletes_between_the_reads)
+        # A row flagged deleted: the complete output left it out, and so does the mirror.
+        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'b', 1, false)"))
+        loader_writes_between_the_reads("(1, 'a', 1, false), (2, 'b', 2, true)")
         response = run_dbt(["run", *RECONCILE])[0].adapter_response
         assert response["deletes"] == 1
+        monkeypatch.undo()
         self.check(project, warehouse, landing_zone, tmp_path)
