@@ -80,8 +80,9 @@ class _NoDigest(Exception):
 
 def model_inputs(session: Any, sql: str, context: Sequence[str]) -> ModelInputs:
     """The digest of `sql` (a model's compiled query) and what it reads on `session`, with
-    `context` (strings that also decide the output) mixed in. Analysis and optimization only: no job runs,
-    except where Spark itself infers a schema from files."""
+    `context` (strings that also decide the output) mixed in. Analysis, optimization and a fresh
+    listing of the files read (which the build then uses too): no job runs, except where Spark
+    itself infers a schema from files."""
     try:
         frame = session.sql(f"select * from (\n{sql}\n) as model_output")
         plan = frame._jdf.queryExecution().optimizedPlan()
