@@ -51,10 +51,11 @@ select {% for relation in relations %}(select count(*) from {{ relation }}){{ ',
   {{ pairs | join(', ') }}
 {%- endmacro -%}
 
-{#- Table properties that record which folder and file number (or staged run) a snapshot matches. -#}
-{%- macro openmirror_snapshot_record_sql(relation, properties) -%}
+{#- Table properties that record which folder and file number (or staged run) a snapshot matches;
+    `kind` 'view' for an overlaid snapshot's view. -#}
+{%- macro openmirror_snapshot_record_sql(relation, properties, kind='table') -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-alter table {{ relation }} set tblproperties ({{ om.openmirror_properties(properties) }})
+alter {{ 'view' if kind == 'view' else 'table' }} {{ relation }} set tblproperties ({{ om.openmirror_properties(properties) }})
 {%- endmacro -%}
 
 {#- Table properties no longer true (a held snapshot once its change is published). -#}

@@ -9,7 +9,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from dbt.adapters.openmirror.planning import overlay
 from tests.functional.test_incremental_models import MODEL, Incremental, _source
 from tests.functional.test_publish_modes import HOOK
-from tests.support.mirror import file_markers, model_output, set_source
+from tests.support.mirror import file_markers, model_output, set_source, tree_digest
 
 DOWNSTREAM = "select count(*) as orders, sum(updated_at) as stamps from {{ ref('orders') }}"
 TESTS = """
@@ -143,6 +143,53 @@ class TestOverlayLimitAndColumnChanges(Overlaid):
             {"id": 2, "region": None},
             {"id": 3, "region": "r3"},
         ]
+
+
+STRICT_MODEL = MODEL.replace("updated_at >= (select", "updated_at > (select")
+
+
+class TestCandidateRunsThatSelectNothing(Overlaid):
+    """A candidate run whose model selects no row (`updated_at >` the latest published) changes
+    nothing: no file, and the snapshot's tables stay as they are, a table or an overlaid view
+    alike. Its record still counts it, because `reconcile_every` counts runs."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": STRICT_MODEL}
+
+    def test_nothing_selected(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        every = ["--vars", "{reconcile_every: 4}"]
+
+        def quiet_run(rows: str) -> None:
+            layers, published = self.layers(warehouse, schema), tree_digest(folder)
+            response = self.publish(project, warehouse, rows, every)
+            assert response["files"] == [] and response["mode"] == "incremental"
+            assert tree_digest(folder) == published
+            assert self.layers(warehouse, schema) == layers
+            self.check(project, warehouse, landing_zone, tmp_path)
+
+        def candidate_runs() -> str:
+            properties = dict(warehouse.project.run_sql(f"show tblproperties {schema}.orders", fetch="all"))
+            return properties["openmirror.candidate_runs"]
+
+        first = "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"
+        self.publish(project, warehouse, first, every)
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        quiet_run(first)  # the snapshot is still a plain table
+        assert self.layers(warehouse, schema)["orders"] == "table" and candidate_runs() == "1"
+
+        changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"
+        self.publish(project, warehouse, changed, every)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        quiet_run(changed)  # now an overlaid view
+        assert self.layers(warehouse, schema)["orders"] == "view" and candidate_runs() == "3"
+
+        # The fourth run since the full one runs in full: 3's unflagged delete is published.
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false)", every)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [2]
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
 
 
 HELD_MODEL = MODEL.replace("reconcile_every=var('reconcile_every', none)", "publish=var('publish')")

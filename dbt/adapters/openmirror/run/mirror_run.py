@@ -21,10 +21,11 @@ from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.candidates import candidate_runs_after, delete_flag_column
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS
 from dbt.adapters.openmirror.planning.keys import check_key_types, raise_key_problems, resolve_key_columns
-from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, base_run_id, free_slot
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, base_run_id, free_slot, overlay_refusal
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     REBUILD,
+    SNAPSHOT_CANDIDATE_RUNS,
     Destination,
     RunPlan,
     SnapshotRecord,
@@ -255,10 +256,13 @@ class MirrorRun:
             self.mirror.on_schema_change,
         )
         signature = overlay.diff.signature(plan)
-        refusal = overlay.refusal(plan, candidates, signature)
+        facts = overlay.facts(plan, candidates, signature)
+        refusal = overlay_refusal(facts)
         if refusal is not None:
             self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
             return None
+        if facts.candidate_rows == 0:
+            return self._count_run_without_candidates(overlay, candidates, plan)
         self._key_columns(columns)
         slot = free_slot(snapshot)
         target = self.relations.overlay(slot)
@@ -272,6 +276,24 @@ class MirrorRun:
             lambda: self._promote_overlay(slot, plan.key_columns),
             OverlayRecord(base_run_id(snapshot) or "", slot, signature),
         )
+
+    def _count_run_without_candidates(
+        self, overlay: SnapshotOverlay, candidates: Candidates, plan: RunPlan
+    ) -> OpenMirrorResponse:
+        """A candidate run that selected no row has nothing to publish, and the snapshot is
+        already the complete output: the landing zone, the snapshot's tables and its view stay as
+        they are (rewriting the overlay would cost as much as a run with candidates). Its record
+        only counts the run, because `reconcile_every` counts runs."""
+        catalog = self.context.catalog
+        catalog.drop(candidates.relation)
+        self.context.statements.execute(
+            "openmirror_snapshot_record_sql",
+            relation=str(overlay.existing),
+            properties={SNAPSHOT_CANDIDATE_RUNS: str(candidate_runs_after(overlay.snapshot, True))},
+            kind=overlay.existing.type,
+        )
+        self.release_lease()
+        return self._response(plan, {}, [])
 
     @property
     def builds_output_view(self) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.openmirror.planning import hash_diff
-from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts, overlay_refusal
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts
 from dbt.adapters.openmirror.planning.run_plan import RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ColumnSpec
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
@@ -70,21 +70,20 @@ class SnapshotOverlay:
         """The overlay the snapshot's view reads (None: the snapshot is a plain table)."""
         return self.diff.relations.overlay(self.snapshot.overlay) if self.snapshot.overlay else None
 
-    def refusal(self, plan: RunPlan, candidates: Candidates, signature: str) -> str | None:
-        """Why this run cannot overlay the snapshot (planning/overlay.py), None when it can;
-        `signature` is what this run's key hashes cover."""
+    def facts(self, plan: RunPlan, candidates: Candidates, signature: str) -> OverlayFacts:
+        """What decides whether this run overlays the snapshot (planning/overlay.py); `signature`
+        is what this run's key hashes cover."""
         diff, current = self.diff, self.current
         base = diff.relations.base if current is not None else self.existing
         counted = [base, candidates.relation, *([current] if current is not None else [])]
         base_rows, candidate_rows, *overlay_rows = row_counts(diff.statements, counted)
-        facts = OverlayFacts(
+        return OverlayFacts(
             plan,
             diff.snapshot_hashes(plan, self.snapshot, signature) is not None,
             base_rows,
             sum(overlay_rows),
             candidate_rows,
         )
-        return overlay_refusal(facts)
 
     def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any) -> ChangeRows:
         """Write `overlay` (the candidates with their key hashes, over the current overlay's other
