@@ -92,3 +92,17 @@ def change_round_statements(source: str, round_number: int, churn: float, flagge
         f"drop table {source}",
         f"alter table {following} rename to {source}",
     ]
+
+
+def unflagged_delete_statements(source: str, round_number: int, churn: float) -> list[str]:
+    """Statements that delete `churn` of the source's rows outright, without a flag (a source
+    whose deletes leave no trace: only a run in full can tell)."""
+    picked = int(round(churn * 1_000_000))
+    following = f"{source}_next"
+    return [
+        f"drop table if exists {following}",
+        f"create table {following} using parquet as select * from {source}\n"
+        f"where pmod(xxhash64(l_orderkey, l_linenumber, {round_number}), 1000000) >= {picked}",
+        f"drop table {source}",
+        f"alter table {following} rename to {source}",
+    ]

@@ -25,6 +25,9 @@ def summarize(records: list[dict]) -> list[dict]:
     for (rows, label, churn, variant), group in groups.items():
         row = {"rows": rows, "round": label, "churn": churn, "variant": variant, "runs": len(group)}
         row.update({m: median(r[m] for r in group) for m in MEASURES})
+        if any("replay_differs" in r for r in group):
+            row["replay_differs"] = max(r["replay_differs"] for r in group)
+            row["replay_expected_differs"] = max(r["replay_expected_differs"] for r in group)
         summary.append(row)
     by_key = {(s["rows"], s["round"], s["variant"]): s for s in summary}
     for s in summary:
@@ -49,6 +52,16 @@ def _ratio(s: dict) -> str:
     return ", ".join(f"{name.replace('_over_', '/')} {s[name]}" for name in names if name in s)
 
 
+def _replay(s: dict) -> str:
+    """What the replay oracle found after the runs: the landing zone replayed equals the output."""
+    if "replay_differs" not in s:
+        return ""
+    differs, expected = s["replay_differs"], s["replay_expected_differs"]
+    if differs == expected:
+        return "exact" if not differs else f"{differs:,} rows differ, as expected"
+    return f"**{differs:,} rows differ** (expected {expected:,})"
+
+
 def markdown(environment: dict, summary: list[dict]) -> str:
     lines = [
         f"{environment['date']} · {environment['machine']} · Python {environment['python']} · "
@@ -57,15 +70,15 @@ def markdown(environment: dict, summary: list[dict]) -> str:
         f"`{environment['command']}`",
         "",
         "| rows | round | variant | runs | median s | rows/s | MB written | files | change files | "
-        "peak heap MB | peak RSS MB | load | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "peak heap MB | peak RSS MB | load | ratio | replay |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(
             f"| {s['rows']:,} | {s['round']} | {s['variant']} | {s['runs']} | {s['seconds']:.1f} | "
             f"{s['rows_per_s']:,.0f} | {s['bytes_written'] / 2**20:,.0f} | {s['files_written']:.0f} | "
             f"{s['change_files']:.0f} | {s['heap_peak_mb']:,.0f} | {s['rss_peak_mb']:,.0f} | "
-            f"{s['load_1min']:.1f} | {_ratio(s)} |"
+            f"{s['load_1min']:.1f} | {_ratio(s)} | {_replay(s)} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -9,7 +9,11 @@ Data: TPC-H `lineitem` (and `orders` for `--model join`) from `tpchgen-cli` (sca
 for the row count), loaded as source tables; the model is `bench_data.MODELS[--model]`. Then change
 rounds at each churn (a third each deleted, updated, inserted; picked by hash, so every run of the
 benchmark changes the same rows). Every round runs the models one after the other on the same
-source. Results go to `--out` as JSON, a markdown table and a PNG.
+source. After every run of an `open_mirror` variant the landing zone is replayed into Delta tables
+and compared with the model's full output (`bench_check.py`; `--no-check` skips it, it is not
+timed). With `--model incremental` a last round deletes rows from the source without a flag, which
+a candidate run cannot see, and a reconcile run (`openmirror_reconcile`) must publish them.
+Results go to `--out` as JSON, a markdown table and a PNG.
 """
 
 import argparse
@@ -28,7 +32,8 @@ from dbt.adapters.openmirror.package.publish import PackagePublisher
 from dbt.adapters.openmirror.storage import LocalStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_data import FLAGGED, MODELS, change_round_statements, source_sql  # noqa: E402
+from bench_check import ReplayCheck  # noqa: E402
+from bench_data import FLAGGED, MODELS, change_round_statements, source_sql, unflagged_delete_statements  # noqa: E402
 from bench_measure import Sampler, file_snapshot, written_since  # noqa: E402
 from bench_report import summarize, write_reports  # noqa: E402
 
@@ -48,6 +53,8 @@ VARIANTS = {
     "mirror_incremental": (PROJECT, "lineitem_mirror_incremental"),
 }
 DEFAULT_VARIANTS = "table,naive,mirror"
+#: The variants that publish, and the landing zone each publishes to (`mirror_schema='bench'`).
+PUBLISHING = {"mirror": "landing_zone", "mirror_incremental": "landing_zone", "package": "landing_zone_package"}
 
 
 def generate(rows: int, tables: list[str], data_dir: Path) -> dict[str, Path]:
@@ -103,8 +110,9 @@ def write_profile(work: Path, settings: dict[str, str]) -> None:
 
 
 class Bench:
-    def __init__(self, work: Path, spark, variants: list[str], model_sql: str, flagged: bool) -> None:
+    def __init__(self, work: Path, spark, variants: list[str], model_sql: str, flagged: bool, check: bool) -> None:
         self.work = work
+        self.check = check
         self.flagged = flagged
         self.spark = spark
         self.variants = variants
@@ -112,6 +120,9 @@ class Bench:
         self.dbt = dbtRunner()
         self.package_landing_zone = work / "landing_zone_package"
         self.watched = [work / "warehouse", work / "landing_zone", work / "naive_out", self.package_landing_zone]
+        #: Where each landing zone is replayed, for the check.
+        self.mirrors = {zone: work / f"mirror_of_{zone}" for zone in set(PUBLISHING.values())}
+        self.checks: dict[str, ReplayCheck] = {}
         if "package" in variants:
             installed = self.dbt.invoke(["deps", "--project-dir", str(PACKAGE_PROJECT), "--quiet"])
             if not installed.success:
@@ -124,9 +135,10 @@ class Bench:
         """A fresh database with the `sources` loaded; returns the model's row count."""
         self.sql("drop database if exists bench cascade")
         self.sql("create database bench")
-        for folder in self.watched:
+        for folder in [*self.watched, *self.mirrors.values()]:
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
+        self.checks = {zone: ReplayCheck(self.spark, self.work / zone, mirror) for zone, mirror in self.mirrors.items()}
         for table, path in sources.items():
             self.sql(source_sql(f"bench.{table}_src", path.as_uri(), self.flagged))
         return self.spark.sql(self.model_sql).count()
@@ -135,12 +147,25 @@ class Bench:
         for statement in change_round_statements("bench.lineitem_src", round_number, churn, self.flagged):
             self.sql(statement)
 
-    def run_model(self, variant: str) -> dict:
+    def delete_unflagged(self, round_number: int, churn: float) -> int:
+        """Delete `churn` of the source's rows without a flag; returns how many rows the model lost."""
+        rows = self.spark.sql(self.model_sql).count()
+        for statement in unflagged_delete_statements("bench.lineitem_src", round_number, churn):
+            self.sql(statement)
+        return rows - self.spark.sql(self.model_sql).count()
+
+    def replay_differs(self, variant: str) -> int:
+        """Rows by which the replayed landing zone and the model's full output differ."""
+        model = VARIANTS[variant][1]
+        return self.checks[PUBLISHING[variant]].differing_rows("bench", model, self.model_sql)
+
+    def run_model(self, variant: str, reconcile: bool = False) -> dict:
         project, model = VARIANTS[variant]
         variables = {
             "model_sql": self.model_sql,
             "naive_out": str(self.work / "naive_out"),
             "openmirror_landing_zone": str(self.package_landing_zone),
+            "openmirror_reconcile": reconcile,
         }
         args = [
             "run",
@@ -171,6 +196,7 @@ class Bench:
             raise RuntimeError(f"dbt run of {model} failed: {result.exception or result.result}")
         written = [written_since(folder, before[folder]) for folder in self.watched]
         response = result.result[0].adapter_response if result.result else {}
+        checked = {"replay_differs": self.replay_differs(variant)} if self.check and variant in PUBLISHING else {}
         return {
             "variant": variant,
             "seconds": round(seconds, 3),
@@ -185,13 +211,20 @@ class Bench:
                 for k in ("inserts", "updates", "deletes", "upserts", "files", "mode")
                 if k in response
             },
+            **checked,
         }
 
-    def round(self, rows: int, label: str, churn: float, order: list[str]) -> list[dict]:
+    def round(
+        self, rows: int, label: str, churn: float, order: list[str], reconcile: bool = False, expected_differs: int = 0
+    ) -> list[dict]:
+        """Each variant in `order` once; a publishing variant's replay must differ from the model's
+        output by `expected_differs` rows (0 but where a round is made to hide rows from it)."""
         records = []
         for variant in order:
-            record = self.run_model(variant)
+            record = self.run_model(variant, reconcile)
             record.update(rows=rows, round=label, churn=churn)
+            if "replay_differs" in record:
+                record["replay_expected_differs"] = expected_differs
             record["rows_per_s"] = round(rows / record["seconds"])
             print(json.dumps(record), flush=True)
             records.append(record)
@@ -214,7 +247,20 @@ def benchmark_size(
             shift = repetition % len(bench.variants)
             order = bench.variants[shift:] + bench.variants[:shift]
             records += bench.round(rows, label, churn, order)
+    if bench.flagged and "mirror_incremental" in bench.variants:
+        records += reconcile_rounds(bench, rows, round_number + 1, max(churns))
     return records
+
+
+def reconcile_rounds(bench: Bench, rows: int, round_number: int, churn: float) -> list[dict]:
+    """Rows deleted from the source without a flag: a candidate run cannot see them (its replay
+    differs by exactly those rows), the reconcile run that follows publishes them."""
+    lost = bench.delete_unflagged(round_number, churn)
+    label = f"churn {churn:g}"
+    candidates = [v for v in bench.variants if v in ("table", "incremental", "mirror_incremental")]
+    records = bench.round(rows, f"{label} unflagged", churn, candidates, expected_differs=lost)
+    reconciled = [v for v in bench.variants if v in ("table", "mirror_incremental")]
+    return records + bench.round(rows, f"{label} reconcile", churn, reconciled, reconcile=True)
 
 
 def main() -> None:
@@ -233,6 +279,9 @@ def main() -> None:
         help="rounds without changes rewrite the sources anyway (same rows, new files): open_mirror "
         "then cannot tell its inputs are unchanged and compares in full",
     )
+    parser.add_argument(
+        "--no-check", action="store_true", help="skip replaying the landing zone after each run (the oracle)"
+    )
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
@@ -248,7 +297,7 @@ def main() -> None:
     write_profile(args.work, settings)
     spark = start_spark(settings)  # dbt-spark's session mode gets this same session
 
-    bench = Bench(args.work, spark, variants, model_sql, args.model in FLAGGED)
+    bench = Bench(args.work, spark, variants, model_sql, args.model in FLAGGED, not args.no_check)
     records: list[dict] = []
     for rows in sizes:
         records += benchmark_size(bench, inputs[rows], churns, args.repeat, args.rewrite_sources)
@@ -272,6 +321,11 @@ def main() -> None:
     if args.rewrite_sources:
         name += "-rewritten"
     write_reports(args.out, name, environment, records, summarize(records))
+    wrong = [r for r in records if r.get("replay_differs", 0) != r.get("replay_expected_differs", 0)]
+    for record in wrong:
+        print(f"replay differs from the model output: {json.dumps(record)}", file=sys.stderr)
+    if wrong:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
