@@ -1,5 +1,7 @@
 """Spark SQL for the benchmark's source tables, its model and its change rounds (deterministic)."""
 
+from collections.abc import Callable
+
 COLUMNS = [
     "l_orderkey",
     "l_partkey",
@@ -51,8 +53,7 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float, 
     """`churn` of the rows are picked by a hash of their key and the round: a third deleted, a
     third updated (quantity and comment), a third copied as new rows under new keys. With
     `flagged`, deleted rows stay, flagged, and every row the round changes gets its number."""
-    picked = int(round(churn * 1_000_000))
-    pick = f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number}), 1000000) < {picked}"
+    pick = _picked(round_number, churn)
     kind = f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number + 7919}), 3)"
     updated = {
         "l_quantity": "cast(l_quantity + 1 as decimal(15,2))",
@@ -83,26 +84,30 @@ def change_round_sql(source: str, target: str, round_number: int, churn: float, 
     )
 
 
-def change_round_statements(source: str, round_number: int, churn: float, flagged: bool = False) -> list[str]:
-    """The statements that replace `source` by its next round (written next to it, then renamed)."""
+def _picked(round_number: int, churn: float) -> str:
+    """Whether a row is among the `churn` a round picks (by a hash of its key and the round)."""
+    return f"pmod(xxhash64(l_orderkey, l_linenumber, {round_number}), 1000000) < {int(round(churn * 1_000_000))}"
+
+
+def _replaced_by(source: str, create_sql: Callable[[str], str]) -> list[str]:
+    """The statements that replace `source` by the table `create_sql(target)` creates (written
+    next to it, then renamed)."""
     following = f"{source}_next"
     return [
         f"drop table if exists {following}",
-        change_round_sql(source, following, round_number, churn, flagged),
+        create_sql(following),
         f"drop table {source}",
         f"alter table {following} rename to {source}",
     ]
+
+
+def change_round_statements(source: str, round_number: int, churn: float, flagged: bool = False) -> list[str]:
+    """The statements that replace `source` by its next round."""
+    return _replaced_by(source, lambda target: change_round_sql(source, target, round_number, churn, flagged))
 
 
 def unflagged_delete_statements(source: str, round_number: int, churn: float) -> list[str]:
     """Statements that delete `churn` of the source's rows outright, without a flag (a source
     whose deletes leave no trace: only a run in full can tell)."""
-    picked = int(round(churn * 1_000_000))
-    following = f"{source}_next"
-    return [
-        f"drop table if exists {following}",
-        f"create table {following} using parquet as select * from {source}\n"
-        f"where pmod(xxhash64(l_orderkey, l_linenumber, {round_number}), 1000000) >= {picked}",
-        f"drop table {source}",
-        f"alter table {following} rename to {source}",
-    ]
+    kept = f"select * from {source} where not ({_picked(round_number, churn)})"
+    return _replaced_by(source, lambda target: f"create table {target} using parquet as {kept}")
