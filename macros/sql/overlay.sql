@@ -1,36 +1,43 @@
 {#- Snapshots overlaid by candidate runs (planning/overlay.py): a base table, an overlay with
-    the latest state of every key selected since, and {{ this }} a view of both. Keys are never
+    the latest state of every key changed since, and {{ this }} a view of both. Keys are never
     NULL (checked before). -#}
 
 {#- The overlay's own columns, after the model's: the row's key hashes and whether it is deleted. -#}
 {%- macro openmirror_overlay_deleted() -%}`__openmirror_deleted`{%- endmacro -%}
 
-{#- The candidates, each with its key hashes and deleted flag, and the current overlay's rows
-    whose keys are not among them. `columns` are the published columns (the model's without the
-    delete flag). -#}
-{%- macro openmirror_overlay_sql(target, candidates, previous_overlay, columns, key_columns, hashed, delete_flag, by_key_hash) -%}
+{#- The candidates whose keys changed (`changes`), each with its key hashes and deleted flag, and
+    the current overlay's rows whose keys did not change: a candidate as published leaves the
+    snapshot's state of its key as it was. `columns` are the published columns (the model's
+    without the delete flag). -#}
+{%- macro openmirror_overlay_sql(target, candidates, changes, previous_overlay, columns, key_columns, hashed, delete_flag, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set names = [] -%}
   {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column.name)) -%}{%- endfor -%}
-  {%- set deleted = 'coalesce(' ~ om.openmirror_quote(delete_flag) ~ ', false)' if delete_flag else 'false' -%}
 create table {{ target }} using parquet as
-select {{ names | join(', ') }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`,
-  {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`, {{ deleted }} as {{ om.openmirror_overlay_deleted() }}
-from {{ candidates }}
+select c.* from (select {{ names | join(', ') }}, {{ om.openmirror_candidate_state(hashed, delete_flag) }} from {{ candidates }}) c
+left semi join {{ changes }} k on {{ om.openmirror_probe_join('c', 'k', key_columns, by_key_hash) }}
 {%- if previous_overlay %}
 union all
 select {% for name in names %}o.{{ name }}, {% endfor %}o.`__openmirror_hash1`, o.`__openmirror_hash2`, o.{{ om.openmirror_overlay_deleted() }}
-from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmirror_probe_join('o', 'c', key_columns, by_key_hash) }}
+from {{ previous_overlay }} o left anti join {{ changes }} k on {{ om.openmirror_probe_join('o', 'k', key_columns, by_key_hash) }}
 {%- endif %}
+{%- endmacro -%}
+
+{#- A candidate's state as the overlay holds it: its key hashes and whether it is flagged deleted. -#}
+{%- macro openmirror_candidate_state(hashed, delete_flag) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+{{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`,
+  {{ 'coalesce(' ~ om.openmirror_quote(delete_flag) ~ ', false)' if delete_flag else 'false' }} as {{ om.openmirror_overlay_deleted() }}
 {%- endmacro -%}
 
 {#- The candidates' changed keys with their marker: a key the snapshot does not hold (or holds
     deleted) is new, a flagged key it holds is deleted, a key whose hashes differ is changed;
-    candidates as published are left out. The snapshot's state of a key is the overlay's, else the
+    candidates as published are left out. Written before the overlay, so that a run whose
+    candidates are all as published knows it before writing anything. The snapshot's state of a key is the overlay's, else the
     base's key hashes; both are narrowed to the candidates' keys first (a semi join that streams
     them past the candidates' keys), so nothing large is shuffled. `by_key_hash`: see
     `openmirror_probe_join`. -#}
-{%- macro openmirror_overlay_changes_sql(target, new_overlay, candidates, previous_overlay, base_hashes, key_columns, change_markers, by_key_hash) -%}
+{%- macro openmirror_overlay_changes_sql(target, candidates, previous_overlay, base_hashes, key_columns, hashed, delete_flag, change_markers, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set deleted = om.openmirror_overlay_deleted() -%}
   {%- set base_keys = [] -%}
@@ -44,7 +51,7 @@ from {{ previous_overlay }} o left anti join {{ candidates }} c on {{ om.openmir
   {%- endif -%}
 create table {{ target }} using parquet as
 with c as (
-  select n.* from {{ new_overlay }} n left semi join {{ candidates }} k on {{ om.openmirror_probe_join('n', 'k', key_columns, by_key_hash) }}
+  select {{ om.openmirror_quoted_list(key_columns) }}, {{ om.openmirror_candidate_state(hashed, delete_flag) }} from {{ candidates }}
 ),
 {%- if previous_overlay %}
 o as (

@@ -3,6 +3,8 @@ table and `{{ this }}` becomes a view of it overlaid by the rows the candidate r
 every run the landing zone replays to the model's complete output, `{{ this }}` (and what is built
 on it) holds it, and a run in full folds the overlay back into a plain table."""
 
+from functools import partial
+
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
@@ -37,6 +39,22 @@ class Overlaid(Incremental):
     def layers(self, warehouse, schema: str) -> dict[str, str]:
         """The relations of the `orders` snapshot: itself, its base and its overlays."""
         return {name: kind for name, kind in relations(warehouse, schema).items() if name.startswith("orders")}
+
+    def candidate_runs(self, warehouse, schema: str) -> str:
+        """The candidate runs in a row the snapshot's record counts."""
+        properties = dict(warehouse.project.run_sql(f"show tblproperties {schema}.orders", fetch="all"))
+        return properties["openmirror.candidate_runs"]
+
+    def quiet_run(self, project, warehouse, landing_zone, tmp_path, folder, rows: str, args=()) -> None:
+        """A candidate run with nothing to publish: no file, the table folder byte for byte as it
+        was, and the snapshot's tables and view (which overlay it reads) as they were."""
+        schema = project.test_schema
+        layers, published = self.layers(warehouse, schema), tree_digest(folder)
+        response = self.publish(project, warehouse, rows, args)
+        assert response["files"] == [] and response["mode"] == "incremental"
+        assert tree_digest(folder) == published
+        assert self.layers(warehouse, schema) == layers
+        self.check(project, warehouse, landing_zone, tmp_path)
 
     def check_downstream(self, project, warehouse) -> None:
         schema = project.test_schema
@@ -160,36 +178,61 @@ class TestCandidateRunsThatSelectNothing(Overlaid):
     def test_nothing_selected(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         every = ["--vars", "{reconcile_every: 4}"]
-
-        def quiet_run(rows: str) -> None:
-            layers, published = self.layers(warehouse, schema), tree_digest(folder)
-            response = self.publish(project, warehouse, rows, every)
-            assert response["files"] == [] and response["mode"] == "incremental"
-            assert tree_digest(folder) == published
-            assert self.layers(warehouse, schema) == layers
-            self.check(project, warehouse, landing_zone, tmp_path)
-
-        def candidate_runs() -> str:
-            properties = dict(warehouse.project.run_sql(f"show tblproperties {schema}.orders", fetch="all"))
-            return properties["openmirror.candidate_runs"]
+        quiet_run = partial(self.quiet_run, project, warehouse, landing_zone, tmp_path, args=every)
 
         first = "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"
         self.publish(project, warehouse, first, every)
         folder = self.check(project, warehouse, landing_zone, tmp_path)
-        quiet_run(first)  # the snapshot is still a plain table
-        assert self.layers(warehouse, schema)["orders"] == "table" and candidate_runs() == "1"
+        quiet_run(folder, first)  # the snapshot is still a plain table
+        assert self.layers(warehouse, schema)["orders"] == "table" and self.candidate_runs(warehouse, schema) == "1"
 
         changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"
         self.publish(project, warehouse, changed, every)
         self.check(project, warehouse, landing_zone, tmp_path)
-        quiet_run(changed)  # now an overlaid view
-        assert self.layers(warehouse, schema)["orders"] == "view" and candidate_runs() == "3"
+        quiet_run(folder, changed)  # now an overlaid view
+        assert self.layers(warehouse, schema)["orders"] == "view" and self.candidate_runs(warehouse, schema) == "3"
 
         # The fourth run since the full one runs in full: 3's unflagged delete is published.
         self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false)", every)
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder)[-1] == [2]
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+
+class TestCandidatesAsPublished(Overlaid):
+    """The `>=` idiom selects the latest published rows again on every run. Candidates as
+    published, and flagged deletes of keys the snapshot does not hold, change nothing: such a run
+    writes nothing, like one that selects nothing, and the overlay holds only the keys that
+    changed."""
+
+    def overlay_keys(self, warehouse, schema: str) -> list[int]:
+        [overlay] = [name for name in self.layers(warehouse, schema) if "__om_overlay_" in name]
+        return sorted(row["id"] for row in model_output(warehouse, f"select id from {schema}.{overlay}"))
+
+    def test_candidates_as_published(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        quiet_run = partial(self.quiet_run, project, warehouse, landing_zone, tmp_path)
+        first = "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"
+        self.publish(project, warehouse, first)
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        quiet_run(folder, first)  # all three selected again, as published
+        assert self.layers(warehouse, schema)["orders"] == "table" and self.candidate_runs(warehouse, schema) == "1"
+
+        # 2 changes; 9 arrives flagged deleted, a key the snapshot never held: one UPDATE.
+        changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false), (9, 'z', 2, true)"
+        self.publish(project, warehouse, changed)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [1]
+        assert self.overlay_keys(warehouse, schema) == [2]
+        quiet_run(folder, changed)  # 2 and 9 selected again: an overlaid view, left as it is
+        assert self.layers(warehouse, schema)["orders"] == "view" and self.candidate_runs(warehouse, schema) == "3"
+
+        # 3 changes beside 2 and 9 as published: only 3 joins the overlay.
+        later = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 2, false), (9, 'z', 2, true)"
+        self.publish(project, warehouse, later)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [1]
+        assert self.overlay_keys(warehouse, schema) == [2, 3]
 
 
 HELD_MODEL = MODEL.replace("reconcile_every=var('reconcile_every', none)", "publish=var('publish')")

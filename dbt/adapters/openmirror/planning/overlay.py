@@ -3,13 +3,13 @@
 A candidate run (the model's `is_incremental()` was true) changes a few rows of a large snapshot.
 Rewriting `{{ this }}` for them would cost a full table write on plain Parquet, so the run keeps
 the snapshot as it is, as a *base* table, and writes only an *overlay*: the latest state of every
-key a candidate run selected since the base was written (its row, its key hashes, and whether it
+key a candidate run changed since the base was written (its row, its key hashes, and whether it
 was flagged deleted). `{{ this }}` becomes a view of the base's rows whose keys are not in the
 overlay plus the overlay's rows that are not deleted (macros/sql/overlay.sql), so `ref()`, tests
 and the `max(updated_at)` idiom see the complete output.
 
-The overlay is rewritten each candidate run (it holds few rows), into the one of two overlay
-tables the view does not read; replacing the view is the one statement that makes the run's
+The overlay is rewritten by each candidate run that changes a key (it holds few rows), into the
+one of two overlay tables the view does not read; replacing the view is the one statement that makes the run's
 output the snapshot, and its properties are the snapshot's record. A run in full (first run,
 --full-refresh, reconcile, a schema change, an overlay grown past its share) writes a complete
 table again, which replaces the view: the overlay is folded back into a base.

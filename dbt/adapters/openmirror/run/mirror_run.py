@@ -262,11 +262,14 @@ class MirrorRun:
             self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
             return None
         if facts.candidate_rows == 0:
-            return self._count_run_without_candidates(overlay, candidates, plan)
+            return self._count_run_without_change(overlay, candidates, plan)
         self._key_columns(columns)
+        changed = overlay.changed_keys(plan, candidates)
+        if changed == 0:
+            return self._count_run_without_change(overlay, candidates, plan)
         slot = free_slot(snapshot)
         target = self.relations.overlay(slot)
-        change = overlay.change_rows(plan, candidates, target)
+        change = overlay.change_rows(plan, candidates, target, changed)
         return self._stage_and_publish(
             plan,
             state,
@@ -277,15 +280,17 @@ class MirrorRun:
             OverlayRecord(base_run_id(snapshot) or "", slot, signature),
         )
 
-    def _count_run_without_candidates(
+    def _count_run_without_change(
         self, overlay: SnapshotOverlay, candidates: Candidates, plan: RunPlan
     ) -> OpenMirrorResponse:
-        """A candidate run that selected no row has nothing to publish, and the snapshot is
-        already the complete output: the landing zone, the snapshot's tables and its view stay as
-        they are (rewriting the overlay would cost as much as a run with candidates). Its record
-        only counts the run, because `reconcile_every` counts runs."""
+        """A candidate run that selected no row, or only rows as published, has nothing to
+        publish, and the snapshot is already the complete output: the landing zone, the
+        snapshot's tables and its view stay as they are (rewriting the overlay would cost as much
+        as a run with changes). Its record only counts the run, because `reconcile_every` counts
+        runs."""
         catalog = self.context.catalog
         catalog.drop(candidates.relation)
+        catalog.drop(self.relations.changes)
         self.context.statements.execute(
             "openmirror_snapshot_record_sql",
             relation=str(overlay.existing),

@@ -1,6 +1,6 @@
 """A candidate run that overlays its snapshot (planning/overlay.py decides when; the SQL is
-macros/sql/overlay.sql): the new overlay, the changed keys among the candidates, and the change
-rows, all at the cost of the candidates (the base is only streamed past their keys)."""
+macros/sql/overlay.sql): the changed keys among the candidates, then the new overlay and the
+change rows, all at the cost of the candidates (the base is only streamed past their keys)."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -85,19 +85,42 @@ class SnapshotOverlay:
             candidate_rows,
         )
 
-    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any) -> ChangeRows:
-        """Write `overlay` (the candidates with their key hashes, over the current overlay's other
-        rows), find the changed keys among the candidates and select their change rows."""
+    def changed_keys(self, plan: RunPlan, candidates: Candidates) -> int:
+        """Write the changed keys among the candidates (`relations.changes`) and count them:
+        candidates as published are not among them."""
+        diff = self.diff
+        statements, catalog, relations = diff.statements, diff.catalog, diff.relations
+        current, key_columns = self.current, plan.key_columns
+        changes = relations.changes
+        catalog.drop(changes)
+        statements.execute(
+            "openmirror_overlay_changes_sql",
+            target=str(changes),
+            candidates=str(candidates.relation),
+            previous_overlay=str(current) if current is not None else None,
+            base_hashes=str(relations.previous_hashes),
+            key_columns=key_columns,
+            hashed=hash_diff.hashed_columns(plan.schema, key_columns),
+            delete_flag=candidates.delete_flag,
+            change_markers=diff.mirror.change_markers,
+            by_key_hash=_by_key_hash(plan),
+        )
+        catalog.created(changes)
+        return row_count(statements, changes)
+
+    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, changed: int) -> ChangeRows:
+        """Write `overlay` (the changed candidates with their key hashes, over the current
+        overlay's other keys) and select the `changed` keys' change rows."""
         diff = self.diff
         statements, catalog, relations, mirror = diff.statements, diff.catalog, diff.relations, diff.mirror
-        current = self.current
-        key_columns = plan.key_columns
-        by_key_hash = hash_diff.probes_by_key_hash(hash_diff.key_types(plan.schema.columns, key_columns))
+        current, key_columns, by_key_hash = self.current, plan.key_columns, _by_key_hash(plan)
+        changes = relations.changes
         catalog.drop(overlay)
         statements.execute(
             "openmirror_overlay_sql",
             target=str(overlay),
             candidates=str(candidates.relation),
+            changes=str(changes),
             previous_overlay=str(current) if current is not None else None,
             columns=plan.schema.columns,
             key_columns=key_columns,
@@ -106,20 +129,6 @@ class SnapshotOverlay:
             by_key_hash=by_key_hash,
         )
         catalog.created(overlay)
-        changes = relations.changes
-        catalog.drop(changes)
-        statements.execute(
-            "openmirror_overlay_changes_sql",
-            target=str(changes),
-            new_overlay=str(overlay),
-            candidates=str(candidates.relation),
-            previous_overlay=str(current) if current is not None else None,
-            base_hashes=str(relations.previous_hashes),
-            key_columns=key_columns,
-            change_markers=mirror.change_markers,
-            by_key_hash=by_key_hash,
-        )
-        catalog.created(changes)
         all_keys = statements.render(
             "openmirror_overlaid_hashes_sql",
             base_hashes=str(relations.previous_hashes),
@@ -138,5 +147,9 @@ class SnapshotOverlay:
             change_markers=mirror.change_markers,
             position=mirror.row_marker_position,
         )
-        changed = row_count(statements, changes)
         return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True, changed)
+
+
+def _by_key_hash(plan: RunPlan) -> bool:
+    """Whether the overlay's joins with the large side probe one 64-bit hash of the key."""
+    return hash_diff.probes_by_key_hash(hash_diff.key_types(plan.schema.columns, plan.key_columns))
