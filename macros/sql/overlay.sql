@@ -2,8 +2,17 @@
     the latest state of every key changed since, and {{ this }} a view of both. Keys are never
     NULL (checked before). -#}
 
-{#- The overlay's own columns, after the model's: the row's key hashes and whether it is deleted. -#}
+{#- The overlay's own columns, after the model's: the row's key hashes, whether it is deleted, and
+    whether the base holds its key (only those keys hide a base row, so readers of the view
+    anti-join the base with them alone: none, when the overlay holds only inserts). -#}
 {%- macro openmirror_overlay_deleted() -%}`__openmirror_deleted`{%- endmacro -%}
+{%- macro openmirror_overlay_in_base() -%}`__openmirror_in_base`{%- endmacro -%}
+
+{#- The overlay's keys that hide a base row, as a relation to anti-join the base with. -#}
+{%- macro openmirror_overlay_hiding(overlay) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+(select * from {{ overlay }} where {{ om.openmirror_overlay_in_base() }})
+{%- endmacro -%}
 
 {#- The candidates whose keys changed (`changes`), each with its key hashes and deleted flag, and
     the current overlay's rows whose keys did not change: a candidate as published leaves the
@@ -14,11 +23,13 @@
   {%- set names = [] -%}
   {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column.name)) -%}{%- endfor -%}
 create table {{ target }} using parquet as
-select c.* from (select {{ names | join(', ') }}, {{ om.openmirror_candidate_state(hashed, delete_flag) }} from {{ candidates }}) c
-left semi join {{ changes }} k on {{ om.openmirror_probe_join('c', 'k', key_columns, by_key_hash) }}
+select c.*, k.{{ om.openmirror_overlay_in_base() }}
+from (select {{ names | join(', ') }}, {{ om.openmirror_candidate_state(hashed, delete_flag) }} from {{ candidates }}) c
+join {{ changes }} k on {{ om.openmirror_probe_join('c', 'k', key_columns, by_key_hash) }}
 {%- if previous_overlay %}
 union all
-select {% for name in names %}o.{{ name }}, {% endfor %}o.`__openmirror_hash1`, o.`__openmirror_hash2`, o.{{ om.openmirror_overlay_deleted() }}
+select {% for name in names %}o.{{ name }}, {% endfor %}o.`__openmirror_hash1`, o.`__openmirror_hash2`, o.{{ om.openmirror_overlay_deleted() }},
+  o.{{ om.openmirror_overlay_in_base() }}
 from {{ previous_overlay }} o left anti join {{ changes }} k on {{ om.openmirror_probe_join('o', 'k', key_columns, by_key_hash) }}
 {%- endif %}
 {%- endmacro -%}
@@ -65,7 +76,8 @@ b as (
 select {% for key in key_columns %}c.{{ om.openmirror_quote(key) }}, {% endfor -%}
   cast(case when not {{ alive }} then {{ om.openmirror_new_marker(change_markers) }}
     when c.{{ deleted }} then {{ om.openmirror_delete_marker() }}
-    else {{ om.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`
+    else {{ om.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`,
+  b.`__openmirror_hash1` is not null as {{ om.openmirror_overlay_in_base() }}
 from c
 {%- if previous_overlay %}
 left join o on {{ om.openmirror_key_join('c', 'o', key_columns) }}
@@ -77,7 +89,7 @@ where (not c.{{ deleted }} and not {{ alive }})
     or c.`__openmirror_hash2` <> {{ was.format('`__openmirror_hash2`') }}))
 {%- endmacro -%}
 
-{#- {{ this }} as the base's rows whose keys the overlay does not hold, and the overlay's rows not
+{#- {{ this }} as the base's rows whose keys the overlay does not hide, and the overlay's rows not
     deleted; `properties` are the snapshot's record. -#}
 {%- macro openmirror_overlay_view_sql(target, base, overlay, columns, key_columns, properties, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
@@ -85,18 +97,18 @@ where (not c.{{ deleted }} and not {{ alive }})
   {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column)) -%}{%- endfor -%}
 create or replace view {{ target }} tblproperties ({{ om.openmirror_properties(properties) }}) as
 select {% for name in names %}b.{{ name }}{{ ', ' if not loop.last }}{% endfor %}
-from {{ base }} b left anti join {{ overlay }} o on {{ om.openmirror_probe_join('b', 'o', key_columns, by_key_hash) }}
+from {{ base }} b left anti join {{ om.openmirror_overlay_hiding(overlay) }} o on {{ om.openmirror_probe_join('b', 'o', key_columns, by_key_hash) }}
 union all
 select {{ names | join(', ') }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }}
 {%- endmacro -%}
 
 {#- An overlaid snapshot's key hashes, as a relation to join: the base's for the keys the overlay
-    does not hold, and the overlay's own for its live keys (the overlay carries its rows' hashes). -#}
+    does not hide, and the overlay's own for its live keys (the overlay carries its rows' hashes). -#}
 {%- macro openmirror_overlaid_hashes_sql(base_hashes, overlay, key_columns, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set hashes = '`__openmirror_hash1`, `__openmirror_hash2`' -%}
 (select {{ om.openmirror_quoted_list(key_columns, 'b.') }}, b.{{ hashes | replace(', ', ', b.') }} from {{ base_hashes }} b
-  left anti join {{ overlay }} o on {{ om.openmirror_probe_join('b', 'o', key_columns, by_key_hash) }}
+  left anti join {{ om.openmirror_overlay_hiding(overlay) }} o on {{ om.openmirror_probe_join('b', 'o', key_columns, by_key_hash) }}
  union all
  select {{ om.openmirror_quoted_list(key_columns) }}, {{ hashes }} from {{ overlay }} where not {{ om.openmirror_overlay_deleted() }})
 {%- endmacro -%}

@@ -40,6 +40,16 @@ class Overlaid(Incremental):
         """The relations of the `orders` snapshot: itself, its base and its overlays."""
         return {name: kind for name, kind in relations(warehouse, schema).items() if name.startswith("orders")}
 
+    def overlay(self, warehouse, schema: str) -> str:
+        """The overlay table the snapshot's view reads."""
+        [overlay] = [name for name in self.layers(warehouse, schema) if "__om_overlay_" in name]
+        return f"{schema}.{overlay}"
+
+    def overlay_keys(self, warehouse, schema: str) -> dict[int, bool]:
+        """The overlay's keys, each with whether the base holds it (only those hide a base row)."""
+        rows = model_output(warehouse, f"select id, __openmirror_in_base from {self.overlay(warehouse, schema)}")
+        return {row["id"]: row["__openmirror_in_base"] for row in rows}
+
     def candidate_runs(self, warehouse, schema: str) -> str:
         """The candidate runs in a row the snapshot's record counts."""
         properties = dict(warehouse.project.run_sql(f"show tblproperties {schema}.orders", fetch="all"))
@@ -85,6 +95,7 @@ class TestOverlaidSnapshot(Overlaid):
         self.check(project, warehouse, landing_zone, tmp_path)
         self.check_downstream(project, warehouse)
         assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
+        assert self.overlay_keys(warehouse, schema) == {2: True, 3: True, 4: False}
         assert self.layers(warehouse, schema) == {
             "orders": "view",
             "orders__om_base": "table",
@@ -99,6 +110,7 @@ class TestOverlaidSnapshot(Overlaid):
         self.check(project, warehouse, landing_zone, tmp_path)
         self.check_downstream(project, warehouse)
         assert response["mode"] == "incremental" and sorted(file_markers(folder)[-1]) == [0, 0, 1, 2]
+        assert self.overlay_keys(warehouse, schema) == {2: True, 3: True, 4: False, 5: False}
         assert set(self.layers(warehouse, schema)) == {
             "orders",
             "orders__om_base",
@@ -205,10 +217,6 @@ class TestCandidatesAsPublished(Overlaid):
     writes nothing, like one that selects nothing, and the overlay holds only the keys that
     changed."""
 
-    def overlay_keys(self, warehouse, schema: str) -> list[int]:
-        [overlay] = [name for name in self.layers(warehouse, schema) if "__om_overlay_" in name]
-        return sorted(row["id"] for row in model_output(warehouse, f"select id from {schema}.{overlay}"))
-
     def test_candidates_as_published(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         quiet_run = partial(self.quiet_run, project, warehouse, landing_zone, tmp_path)
@@ -223,7 +231,7 @@ class TestCandidatesAsPublished(Overlaid):
         self.publish(project, warehouse, changed)
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder)[-1] == [1]
-        assert self.overlay_keys(warehouse, schema) == [2]
+        assert self.overlay_keys(warehouse, schema) == {2: True}
         quiet_run(folder, changed)  # 2 and 9 selected again: an overlaid view, left as it is
         assert self.layers(warehouse, schema)["orders"] == "view" and self.candidate_runs(warehouse, schema) == "3"
 
@@ -232,7 +240,16 @@ class TestCandidatesAsPublished(Overlaid):
         self.publish(project, warehouse, later)
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder)[-1] == [1]
-        assert self.overlay_keys(warehouse, schema) == [2, 3]
+        assert self.overlay_keys(warehouse, schema) == {2: True, 3: True}
+
+        # An overlay recorded without its layout (written before overlays said which keys the
+        # base holds) is not trusted: the next run folds it back into a complete table.
+        run_sql = warehouse.project.run_sql
+        run_sql(f"alter table {self.overlay(warehouse, schema)} unset tblproperties ('openmirror.overlay_format')")
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C3', 3, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder)[-1] == [1]
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
 
 
 HELD_MODEL = MODEL.replace("reconcile_every=var('reconcile_every', none)", "publish=var('publish')")

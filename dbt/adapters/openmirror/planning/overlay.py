@@ -21,6 +21,11 @@ from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, Snap
 
 #: The two overlay tables beside a snapshot (`<this>__om_overlay_a`, `..._b`).
 OVERLAY_SLOTS = ("a", "b")
+#: The overlay's layout, recorded on it (and on the view): its rows carry whether the base holds
+#: their key (macros/sql/overlay.sql). An overlay without it is not trusted: the next run folds it
+#: back into a complete table.
+OVERLAY_FORMAT = "openmirror.overlay_format"
+OVERLAY_FORMAT_VERSION = "in_base"
 #: Largest overlay a candidate run writes, as a share of the base's rows but at least
 #: MIN_OVERLAY_ROWS; past it the run merges the candidates into a complete table. Every reader of
 #: the view anti-joins the base with the overlay, which stays cheap while the overlay is small.

@@ -14,7 +14,7 @@ from typing import Any
 
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_problems, string_keys
-from dbt.adapters.openmirror.planning.overlay import base_run_id
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_FORMAT, OVERLAY_FORMAT_VERSION, base_run_id
 from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.relations import RunRelations
@@ -159,8 +159,9 @@ class SnapshotDiff:
 
     def snapshot_hashes(self, plan: RunPlan, snapshot: SnapshotRecord | None, signature: str) -> str | None:
         """The snapshot's key hashes as a relation to join, or None when they cannot be trusted
-        (decided by `hash_diff.hashes_usable`; the diff then compares whole rows): the key hashes
-        table, or for an overlaid snapshot the base's hashes overlaid by the overlay's own.
+        (decided by `hash_diff.hashes_usable`, and for an overlay by its recorded signature and
+        layout; the diff then compares whole rows): the key hashes table, or for an overlaid
+        snapshot the base's hashes overlaid by the overlay's own.
         `signature` is what this run's hashes cover."""
         if snapshot is None or snapshot.run_id is None:
             return None
@@ -172,7 +173,11 @@ class SnapshotDiff:
         if snapshot.overlay is None:
             return str(hashes)
         overlay = relations.overlay(snapshot.overlay)
-        if (self._properties(overlay) or {}).get(hash_diff.HASHES_COLUMNS) != signature:
+        properties = self._properties(overlay) or {}
+        if (
+            properties.get(hash_diff.HASHES_COLUMNS) != signature
+            or properties.get(OVERLAY_FORMAT) != OVERLAY_FORMAT_VERSION
+        ):
             return None
         return self.statements.render(
             "openmirror_overlaid_hashes_sql",

@@ -21,7 +21,14 @@ from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.candidates import candidate_runs_after, delete_flag_column
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS
 from dbt.adapters.openmirror.planning.keys import check_key_types, raise_key_problems, resolve_key_columns
-from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, base_run_id, free_slot, overlay_refusal
+from dbt.adapters.openmirror.planning.overlay import (
+    OVERLAY_FORMAT,
+    OVERLAY_FORMAT_VERSION,
+    OVERLAY_SLOTS,
+    base_run_id,
+    free_slot,
+    overlay_refusal,
+)
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
     REBUILD,
@@ -607,6 +614,7 @@ class MirrorRun:
         )
         if overlay is not None:
             properties[HASHES_COLUMNS] = overlay.signature
+            properties[OVERLAY_FORMAT] = OVERLAY_FORMAT_VERSION
         statements.execute("openmirror_snapshot_record_sql", relation=relation, properties=properties)
 
     def _publish(self, pending: PendingPublish, make_snapshot: Callable[[], None]) -> PublishedFiles:
