@@ -44,8 +44,8 @@ from {{ previous_overlay }} o left anti join {{ changes }} k on {{ om.openmirror
 {#- The candidates' changed keys with their marker: a key the snapshot does not hold (or holds
     deleted) is new, a flagged key it holds is deleted, a key whose hashes differ is changed;
     candidates as published are left out. Written before the overlay, so that a run whose
-    candidates are all as published knows it before writing anything. The snapshot's state of a key is the overlay's, else the
-    base's key hashes; both are narrowed to the candidates' keys first (a semi join that streams
+    candidates are all as published knows it before writing anything. The snapshot's state of a
+    key is the overlay's, else the base's key hashes; both are narrowed to the candidates' keys first (a semi join that streams
     them past the candidates' keys), so nothing large is shuffled. `by_key_hash`: see
     `openmirror_probe_join`. -#}
 {%- macro openmirror_overlay_changes_sql(target, candidates, previous_overlay, base_hashes, key_columns, hashed, delete_flag, change_markers, by_key_hash) -%}

@@ -9,8 +9,8 @@ overlay plus the overlay's rows that are not deleted (macros/sql/overlay.sql), s
 and the `max(updated_at)` idiom see the complete output.
 
 The overlay is rewritten by each candidate run that changes a key (it holds few rows), into the
-one of two overlay tables the view does not read; replacing the view is the one statement that makes the run's
-output the snapshot, and its properties are the snapshot's record. A run in full (first run,
+one of two overlay tables the view does not read; replacing the view is the one statement that
+makes the run's output the snapshot, and its properties are the snapshot's record. A run in full (first run,
 --full-refresh, reconcile, a schema change, an overlay grown past its share) writes a complete
 table again, which replaces the view: the overlay is folded back into a base.
 """
