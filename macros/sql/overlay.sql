@@ -14,37 +14,37 @@
 (select * from {{ overlay }} where {{ om.openmirror_overlay_in_base() }})
 {%- endmacro -%}
 
-{#- The candidates whose keys changed (`changes`), each with its key hashes and deleted flag, and
-    the current overlay's rows whose keys did not change: a candidate as published leaves the
-    snapshot's state of its key as it was. `columns` are the published columns (the model's
-    without the delete flag). -#}
-{%- macro openmirror_overlay_sql(target, candidates, changes, previous_overlay, columns, key_columns, hashed, delete_flag, by_key_hash) -%}
+{#- An overlay row's state after the model's columns, from the relation aliased `alias` (the
+    overlay, or the changed keys, which carry it): its key hashes, deleted flag and in_base bit. -#}
+{%- macro openmirror_overlay_state(alias) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+{{ alias }}.`__openmirror_hash1`, {{ alias }}.`__openmirror_hash2`, {{ alias }}.{{ om.openmirror_overlay_deleted() }}, {{ alias }}.{{ om.openmirror_overlay_in_base() }}
+{%- endmacro -%}
+
+{#- The candidates whose keys changed (`changes`, which carries their state), and the current
+    overlay's rows whose keys did not change: a candidate as published leaves the snapshot's
+    state of its key as it was. `columns` are the published columns (the model's without the
+    delete flag). -#}
+{%- macro openmirror_overlay_sql(target, candidates, changes, previous_overlay, columns, key_columns, by_key_hash) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set names = [] -%}
   {%- for column in columns -%}{%- do names.append(om.openmirror_quote(column.name)) -%}{%- endfor -%}
 create table {{ target }} using parquet as
-select c.*, k.{{ om.openmirror_overlay_in_base() }}
-from (select {{ names | join(', ') }}, {{ om.openmirror_candidate_state(hashed, delete_flag) }} from {{ candidates }}) c
-join {{ changes }} k on {{ om.openmirror_probe_join('c', 'k', key_columns, by_key_hash) }}
+select {% for name in names %}c.{{ name }}, {% endfor %}{{ om.openmirror_overlay_state('k') }}
+from {{ candidates }} c join {{ changes }} k on {{ om.openmirror_probe_join('c', 'k', key_columns, by_key_hash) }}
 {%- if previous_overlay %}
 union all
-select {% for name in names %}o.{{ name }}, {% endfor %}o.`__openmirror_hash1`, o.`__openmirror_hash2`, o.{{ om.openmirror_overlay_deleted() }},
-  o.{{ om.openmirror_overlay_in_base() }}
+select {% for name in names %}o.{{ name }}, {% endfor %}{{ om.openmirror_overlay_state('o') }}
 from {{ previous_overlay }} o left anti join {{ changes }} k on {{ om.openmirror_probe_join('o', 'k', key_columns, by_key_hash) }}
 {%- endif %}
 {%- endmacro -%}
 
-{#- A candidate's state as the overlay holds it: its key hashes and whether it is flagged deleted. -#}
-{%- macro openmirror_candidate_state(hashed, delete_flag) -%}
-  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-{{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`,
-  {{ 'coalesce(' ~ om.openmirror_quote(delete_flag) ~ ', false)' if delete_flag else 'false' }} as {{ om.openmirror_overlay_deleted() }}
-{%- endmacro -%}
-
 {#- The candidates' changed keys with their marker: a key the snapshot does not hold (or holds
     deleted) is new, a flagged key it holds is deleted, a key whose hashes differ is changed;
-    candidates as published are left out. Written before the overlay, so that a run whose
-    candidates are all as published knows it before writing anything. The snapshot's state of a
+    candidates as published are left out. Each changed key carries the state the overlay takes:
+    the candidate's key hashes and deleted flag, and whether the base holds the key. Written
+    before the overlay, so that a run whose candidates are all as published knows it before
+    writing anything. The snapshot's state of a
     key is the overlay's, else the base's key hashes; both are narrowed to the candidates' keys first (a semi join that streams
     them past the candidates' keys), so nothing large is shuffled. `by_key_hash`: see
     `openmirror_probe_join`. -#}
@@ -62,7 +62,10 @@ from {{ previous_overlay }} o left anti join {{ changes }} k on {{ om.openmirror
   {%- endif -%}
 create table {{ target }} using parquet as
 with c as (
-  select {{ om.openmirror_quoted_list(key_columns) }}, {{ om.openmirror_candidate_state(hashed, delete_flag) }} from {{ candidates }}
+  select {{ om.openmirror_quoted_list(key_columns) }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`,
+    {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`,
+    {{ 'coalesce(' ~ om.openmirror_quote(delete_flag) ~ ', false)' if delete_flag else 'false' }} as {{ deleted }}
+  from {{ candidates }}
 ),
 {%- if previous_overlay %}
 o as (
@@ -77,7 +80,7 @@ select {% for key in key_columns %}c.{{ om.openmirror_quote(key) }}, {% endfor -
   cast(case when not {{ alive }} then {{ om.openmirror_new_marker(change_markers) }}
     when c.{{ deleted }} then {{ om.openmirror_delete_marker() }}
     else {{ om.openmirror_changed_marker(change_markers) }} end as int) as `__rowMarker__`,
-  b.`__openmirror_hash1` is not null as {{ om.openmirror_overlay_in_base() }}
+  c.`__openmirror_hash1`, c.`__openmirror_hash2`, c.{{ deleted }}, b.`__openmirror_hash1` is not null as {{ om.openmirror_overlay_in_base() }}
 from c
 {%- if previous_overlay %}
 left join o on {{ om.openmirror_key_join('c', 'o', key_columns) }}

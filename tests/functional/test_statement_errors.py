@@ -22,6 +22,9 @@ class TestStatementErrors:
 
     @pytest.fixture(scope="class")
     def tests(self):
+        """Not a test: the project's singular data tests. dbt-tests-adapter's `project` fixture
+        reads a fixture of this name to write the project's tests/ folder, as it reads `models`;
+        the assertions are in the test_ methods below."""
         return TESTS
 
     @pytest.fixture(scope="class")

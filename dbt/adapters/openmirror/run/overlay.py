@@ -86,8 +86,9 @@ class SnapshotOverlay:
         )
 
     def changed_keys(self, plan: RunPlan, candidates: Candidates) -> int:
-        """Write the changed keys among the candidates (`relations.changes`) and count them:
-        candidates as published are not among them."""
+        """Write the changed keys among the candidates (`relations.changes`, with the candidates'
+        key hashes, which are hashed once, here) and count them: candidates as published are not
+        among them."""
         diff = self.diff
         statements, catalog, relations = diff.statements, diff.catalog, diff.relations
         current, key_columns = self.current, plan.key_columns
@@ -109,8 +110,8 @@ class SnapshotOverlay:
         return row_count(statements, changes)
 
     def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, changed: int) -> ChangeRows:
-        """Write `overlay` (the changed candidates with their key hashes, over the current
-        overlay's other keys) and select the `changed` keys' change rows."""
+        """Write `overlay` (the changed candidates with the state the changed keys carry, over the
+        current overlay's other keys) and select the `changed` keys' change rows."""
         diff = self.diff
         statements, catalog, relations, mirror = diff.statements, diff.catalog, diff.relations, diff.mirror
         current, key_columns, by_key_hash = self.current, plan.key_columns, _by_key_hash(plan)
@@ -124,8 +125,6 @@ class SnapshotOverlay:
             previous_overlay=str(current) if current is not None else None,
             columns=plan.schema.columns,
             key_columns=key_columns,
-            hashed=hash_diff.hashed_columns(plan.schema, key_columns),
-            delete_flag=candidates.delete_flag,
             by_key_hash=by_key_hash,
         )
         catalog.created(overlay)
