@@ -36,16 +36,26 @@ def pytest_addoption(parser):
         action="store_true",
         help="also run dbt's adapter suites marked adapter_suites (several minutes); the default run has the core ones",
     )
+    parser.addoption(
+        "--extended",
+        action="store_true",
+        help="also run the tests marked extended (about 15 minutes more): dbt runs in processes of their own, "
+        "killed or stopped, the cluster suite, and the crash-point sweeps beyond the default's sample; CI runs them",
+    )
+
+
+#: Opt-in tiers, by marker: each costs minutes of Spark time and runs only with its option.
+OPT_IN_TIERS = {"adapter_suites": "--all-adapter-suites", "extended": "--extended"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """The adapter suites beyond the core set cost minutes of Spark time: deselected by default."""
-    if config.getoption("--all-adapter-suites"):
-        return
-    extended = [item for item in items if item.get_closest_marker("adapter_suites")]
-    if extended:
-        config.hook.pytest_deselected(items=extended)
-        items[:] = [item for item in items if not item.get_closest_marker("adapter_suites")]
+    """The tiers whose option is not given are deselected."""
+    skipped = [marker for marker, option in OPT_IN_TIERS.items() if not config.getoption(option)]
+    deselected = [item for item in items if any(item.get_closest_marker(marker) for marker in skipped)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        left_out = set(map(id, deselected))
+        items[:] = [item for item in items if id(item) not in left_out]
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from tests.support.mirror import normalized
 from tests.support.mirror_oracle import data_files, replay
 from tests.support.subprocess_project import dbt_run_command, expected, write_project
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.extended]
 
 
 def test_two_jobs_at_once(cluster, tmp_path):

@@ -14,7 +14,7 @@ from tests.support.delta_reader import read_delta
 from tests.support.mirror_oracle import replay
 from tests.support.scenario_project import JaffleShopProject, scenario
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.extended]
 
 
 class TestScenarioOverThrift(JaffleShopProject):

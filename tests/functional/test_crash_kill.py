@@ -12,6 +12,8 @@ from tests.support.mirror import normalized
 from tests.support.mirror_oracle import data_files, replay
 from tests.support.subprocess_project import dbt_run, expected, write_project
 
+pytestmark = pytest.mark.extended
+
 STATES = [
     [(1, "a", 10), (2, "b", 20), (3, "c", 30), (4, "d", 40)],
     [(1, "a", 11), (2, "B", 20), (4, "d", 40), (5, "e", 50), (6, "f", 60)],

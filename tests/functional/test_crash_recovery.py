@@ -155,6 +155,7 @@ class TestCrashPointSweep:
         # Every crash point fails its run, but those in the final lease release.
         assert report.failed_runs == report.crash_points - report.release_points
 
+    @pytest.mark.extended
     def test_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
         report = sweep(
             project,
@@ -168,6 +169,7 @@ class TestCrashPointSweep:
         )
         assert report.divergences == [] and report.crash_points >= 4
 
+    @pytest.mark.extended
     def test_schema_change_rebuild(self, project, warehouse, landing_zone, tmp_path, every_point):
         # amount flips between int and string: each run rebuilds under sync_all_columns.
         as_text = STATE_B.replace("select *", "select id, name, cast(amount as string) as amount")
@@ -183,6 +185,7 @@ class TestCrashPointSweep:
         )
         assert report.divergences == [] and report.crash_points >= 4
 
+    @pytest.mark.extended
     def test_added_and_removed_columns(self, project, warehouse, landing_zone, tmp_path, every_point):
         # Each state drops the column the one before added and adds another one.
         states = [STATE_A.replace("select *", f"select *, id * {n} as extra_{n}") for n in range(1, 4)]
@@ -238,6 +241,7 @@ class TestCrashPointSweepOfCandidateRuns:
         assert SNAPSHOT_TO_BASE in points and OVERLAY_VIEW in points, report.snapshot_points
 
 
+@pytest.mark.extended
 class TestCrashPointSweepOnOneLake(OnOneLake):
     """The same sweep with the landing zone on OneLake (the DFS stand-in): uploads of staged
     files, raw renames and journal writes are crash points too."""

@@ -20,6 +20,8 @@ import pytest
 from tests.support.mirror import tree_digest
 from tests.support.subprocess_project import dbt_run_command, write_project
 
+pytestmark = pytest.mark.extended
+
 FIRST = [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
 SECOND = [(1, "a", 11), (2, "b", 20), (4, "d", 40)]
 # With `slow`, the output only after an aggregate over a trillion rows: hours of Spark work.

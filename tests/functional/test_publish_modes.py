@@ -180,6 +180,7 @@ select 1 as failing from range({{ var('slow_rows', 1) }}) a cross join range(200
 """
 
 
+@pytest.mark.extended
 def test_a_held_change_whose_invocation_died_is_discarded(tmp_path, spark_settings):
     """The invocation is killed while the tests of a held change run (before its on-run-end
     hook): the next run discards the change, and publishes its own once."""

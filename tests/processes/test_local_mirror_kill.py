@@ -10,9 +10,12 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from tests.support.delta_reader import read_delta
 from tests.support.mirror_oracle import replay as oracle_replay
+
+pytestmark = pytest.mark.extended
 
 
 def _landing_zone(root, files=24, keys=400):

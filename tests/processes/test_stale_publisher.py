@@ -25,6 +25,8 @@ from tests.support.mirror_oracle import replay
 from tests.support.package_mode import copy_landing_zone
 from tests.support.package_staging import FOLDER, stage_run
 
+pytestmark = pytest.mark.extended
+
 RUN_A = [{"id": i, "amount": 10 * i, "__rowMarker__": 0} for i in (1, 2, 3, 4)]
 RUN_B = [
     {"id": 1, "amount": 11, "__rowMarker__": 1},
