@@ -61,6 +61,9 @@ def test_an_incremental_run_publishes_the_changed_keys_from_the_key_hashes(proje
     assert "openmirror_changed_keys_sql" in project.warehouse.statements
     assert "openmirror_changed_rows_sql" in project.warehouse.rendered
     assert "openmirror_change_rows_sql" not in project.warehouse.rendered
+    # The counts are the changed keys' (one row per change row): the written file is not read back.
+    second_run = project.warehouse.statements[project.warehouse.statements.index("openmirror_changed_keys_sql") :]
+    assert "openmirror_count_markers_sql" in second_run and "openmirror_marker_counts_sql" not in second_run
 
 
 def test_key_hashes_that_do_not_match_the_snapshot_compare_whole_rows(project: Project) -> None:

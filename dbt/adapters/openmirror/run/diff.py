@@ -18,19 +18,28 @@ from dbt.adapters.openmirror.planning.overlay import OVERLAY_FORMAT, OVERLAY_FOR
 from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.statements import Catalog, Statements, row_count, table_properties
+from dbt.adapters.openmirror.run.statements import Catalog, Statements, marker_counts, row_count, table_properties
 
 
 @dataclass(frozen=True)
 class ChangeRows:
     """The change rows' select, how many writer tasks write them and whether the rows are
-    shuffled to them (see `openmirror_write_files_sql`), and how many there are when the diff
-    counted them (None when it did not)."""
+    shuffled to them (see `openmirror_write_files_sql`), and their rows per marker when the diff
+    counted them in its changed keys, which hold one row per change row (None when it did not)."""
 
     select_sql: str
     writers: int
     shuffle: bool
-    rows: int | None = None
+    markers: dict[int, int] | None = None
+
+    @classmethod
+    def of_changed_keys(cls, select_sql: str, markers: dict[int, int], max_rows_per_file: int) -> "ChangeRows":
+        """The change rows of counted changed keys: as many writers as their rows need."""
+        return cls(select_sql, hash_diff.writer_count(sum(markers.values()), max_rows_per_file), True, markers)
+
+    @property
+    def rows(self) -> int | None:
+        return sum(self.markers.values()) if self.markers is not None else None
 
 
 class SnapshotDiff:
@@ -138,8 +147,8 @@ class SnapshotDiff:
                 change_markers=mirror.change_markers,
                 position=mirror.row_marker_position,
             )
-            changed = row_count(self.statements, changes)
-            return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True, changed)
+            markers = marker_counts(statements, str(changes), False, mirror.change_markers)
+            return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
 
     def signature(self, plan: RunPlan) -> str:
         """What this run's key hashes cover (macros/sql/hash_diff.sql)."""

@@ -60,7 +60,7 @@ from dbt.adapters.openmirror.run.overlay import (
 )
 from dbt.adapters.openmirror.run.relations import RunRelations, beside
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
-from dbt.adapters.openmirror.run.statements import table_properties
+from dbt.adapters.openmirror.run.statements import marker_counts, table_properties
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 
 
@@ -223,7 +223,7 @@ class MirrorRun:
         counts: dict[int, int] = {}
         if plan.mode != INCREMENTAL or change.rows != 0:  # no changed keys: no row to read back
             self._write_change_files(staging, change)
-            counts = self._marker_counts(plan, staging)
+            counts = change.markers if change.markers is not None else self._marker_counts(plan, staging)
             land_staged_files(self.context.storage, staging)
         pending = self._prepare_publish(plan, staging, state, counts)
         self._record_snapshot(plan, pending, candidate_runs, output, overlay)
@@ -271,12 +271,12 @@ class MirrorRun:
         if facts.candidate_rows == 0:
             return self._count_run_without_change(overlay, candidates, plan)
         self._key_columns(columns)
-        changed = overlay.changed_keys(plan, candidates)
-        if changed == 0:
+        markers = overlay.changed_keys(plan, candidates)
+        if not markers:
             return self._count_run_without_change(overlay, candidates, plan)
         slot = free_slot(snapshot)
         target = self.relations.overlay(slot)
-        change = overlay.change_rows(plan, candidates, target, changed)
+        change = overlay.change_rows(plan, candidates, target, markers)
         return self._stage_and_publish(
             plan,
             state,
@@ -746,13 +746,11 @@ class MirrorRun:
         split over several files)."""
         mirror = self.mirror
         full_load = plan.mode != INCREMENTAL
-        rows = self.context.statements.query(
-            "openmirror_count_markers_sql",
-            source=f"({change.select_sql}) change_rows",
-            full_load=full_load,
-            change_markers=mirror.change_markers,
-        )
-        counts = {int(row[0]): int(row[1]) for row in rows}
+        counts = change.markers
+        if counts is None:
+            counts = marker_counts(
+                self.context.statements, f"({change.select_sql}) change_rows", full_load, mirror.change_markers
+            )
         files = hash_diff.file_count(sum(counts.values()), change.writers, mirror.max_rows_per_file, full_load)
         first = 1 if full_load else state.last_sequence_number + 1
         names = [data_file_name(n) for n in range(first, first + files)]

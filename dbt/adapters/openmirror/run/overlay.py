@@ -11,7 +11,7 @@ from dbt.adapters.openmirror.planning.run_plan import RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ColumnSpec
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.statements import Catalog, row_count, row_counts
+from dbt.adapters.openmirror.run.statements import Catalog, marker_counts, row_counts
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,10 @@ class SnapshotOverlay:
             candidate_rows,
         )
 
-    def changed_keys(self, plan: RunPlan, candidates: Candidates) -> int:
+    def changed_keys(self, plan: RunPlan, candidates: Candidates) -> dict[int, int]:
         """Write the changed keys among the candidates (`relations.changes`, with the candidates'
-        key hashes, which are hashed once, here) and count them: candidates as published are not
-        among them."""
+        key hashes, which are hashed once, here) and count them per marker (empty: none changed);
+        candidates as published are not among them."""
         diff = self.diff
         statements, catalog, relations = diff.statements, diff.catalog, diff.relations
         current, key_columns = self.current, plan.key_columns
@@ -107,11 +107,12 @@ class SnapshotOverlay:
             by_key_hash=_by_key_hash(plan),
         )
         catalog.created(changes)
-        return row_count(statements, changes)
+        return marker_counts(statements, str(changes), False, diff.mirror.change_markers)
 
-    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, changed: int) -> ChangeRows:
+    def change_rows(self, plan: RunPlan, candidates: Candidates, overlay: Any, markers: dict[int, int]) -> ChangeRows:
         """Write `overlay` (the changed candidates with the state the changed keys carry, over the
-        current overlay's other keys) and select the `changed` keys' change rows."""
+        current overlay's other keys) and select the changed keys' change rows (`markers`: their
+        rows per marker)."""
         diff = self.diff
         statements, catalog, relations, mirror = diff.statements, diff.catalog, diff.relations, diff.mirror
         current, key_columns, by_key_hash = self.current, plan.key_columns, _by_key_hash(plan)
@@ -146,7 +147,7 @@ class SnapshotOverlay:
             change_markers=mirror.change_markers,
             position=mirror.row_marker_position,
         )
-        return ChangeRows(sql, hash_diff.writer_count(changed, mirror.max_rows_per_file), True, changed)
+        return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
 
 
 def _by_key_hash(plan: RunPlan) -> bool:

@@ -106,6 +106,14 @@ def table_properties(statements: Statements, relation: Any) -> dict[str, str]:
     return {str(row[0]): str(row[1]) for row in rows}
 
 
+def marker_counts(statements: Statements, source: str, full_load: bool, change_markers: str) -> dict[int, int]:
+    """Rows per `__rowMarker__` of `source` (a table, or a subquery with its alias)."""
+    rows = statements.query(
+        "openmirror_count_markers_sql", source=source, full_load=full_load, change_markers=change_markers
+    )
+    return {int(marker): int(count) for marker, count in rows}
+
+
 def row_count(statements: Statements, relation: Any) -> int:
     """A table's row count (of a Parquet table: read from the files' footers, no column read)."""
     return row_counts(statements, [relation])[0]
