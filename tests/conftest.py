@@ -40,7 +40,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--extended",
         action="store_true",
-        help="also run the tests marked extended (about 15 minutes more): dbt runs in processes of their own, "
+        help="also run the tests marked extended (about 16 minutes more): dbt runs in processes of their own, "
         "killed or stopped, the cluster suite, and the crash-point sweeps beyond the default's sample; CI runs them",
     )
 
