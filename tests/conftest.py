@@ -52,11 +52,12 @@ OPT_IN_TIERS = {"adapter_suites": "--all-adapter-suites", "extended": "--extende
 def pytest_collection_modifyitems(config, items):
     """The tiers whose option is not given are deselected."""
     skipped = [marker for marker, option in OPT_IN_TIERS.items() if not config.getoption(option)]
-    deselected = [item for item in items if any(item.get_closest_marker(marker) for marker in skipped)]
+    kept, deselected = [], []
+    for item in items:
+        (deselected if any(item.get_closest_marker(marker) for marker in skipped) else kept).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        left_out = set(map(id, deselected))
-        items[:] = [item for item in items if id(item) not in left_out]
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

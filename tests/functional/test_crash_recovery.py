@@ -81,6 +81,12 @@ def _divergence(project, warehouse, landing_zone, table, expected_sql) -> str:
     return "; ".join(p for p in problems if p)
 
 
+@pytest.fixture
+def every_point(request) -> bool:
+    """Whether a sweep crashes every operation (--crash-points all) or a sample of them."""
+    return request.config.getoption("--crash-points") == "all"
+
+
 def crash_points(operations: int, every_point: bool) -> list[int]:
     """Every operation, or every third one plus the last two (the commit and lease release)."""
     if every_point:
@@ -138,13 +144,9 @@ class TestCrashPointSweep:
     def models(self):
         return {"customers.sql": MODEL}
 
-    @pytest.fixture
-    def every_point(self, request):
-        return request.config.getoption("--crash-points") == "all"
-
-    def test_multi_file_publish(self, project, warehouse, landing_zone, tmp_path, request):
+    def test_multi_file_publish(self, project, warehouse, landing_zone, tmp_path, request, every_point):
         # The publish sequence's own sweep: every operation in the extended tier, a sample by default.
-        every_point = request.config.getoption("--extended") or request.config.getoption("--crash-points") == "all"
+        every_point = every_point or request.config.getoption("--extended")
         report = sweep(
             project,
             warehouse,
@@ -227,7 +229,7 @@ class TestCrashPointSweepOfCandidateRuns:
     def models(self):
         return {"customers.sql": INCREMENTAL_MODEL}
 
-    def test_candidate_runs(self, project, warehouse, landing_zone, tmp_path, request):
+    def test_candidate_runs(self, project, warehouse, landing_zone, tmp_path, every_point):
         report = sweep(
             project,
             warehouse,
@@ -236,7 +238,7 @@ class TestCrashPointSweepOfCandidateRuns:
             "candidate runs with a delete flag",
             [FLAGGED_A, FLAGGED_B],
             ["run"],
-            request.config.getoption("--crash-points") == "all",
+            every_point,
             expected_sql="select id, name, amount, updated_at from {schema}.src where not deleted",
         )
         assert report.divergences == [] and report.crash_points >= 4
@@ -254,8 +256,7 @@ class TestCrashPointSweepOnOneLake(OnOneLake):
     def models(self):
         return {"customers.sql": MODEL}
 
-    def test_multi_file_publish(self, project, warehouse, onelake, tmp_path, request):
-        every_point = request.config.getoption("--crash-points") == "all"
+    def test_multi_file_publish(self, project, warehouse, onelake, tmp_path, every_point):
         report = sweep(
             project,
             warehouse,
