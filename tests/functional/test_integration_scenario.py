@@ -28,6 +28,10 @@ def _published(model: str, columns):
     return ", ".join(f"to_json(`{c}`) as `{c}`" if c in COMPLEX_COLUMNS.get(model, []) else f"`{c}`" for c in columns)
 
 
+# Extended tier: the demo project's four days end to end (a minute and a half). The default run tests
+# each capability it touches on its own; the restart protocol's wait for a watching mirror in
+# TestPackagePublishWhileTheServiceMirrors.
+@pytest.mark.extended
 class TestJaffleShopScenario(JaffleShopProject):
     @pytest.fixture(scope="class")
     def landing_zone(self, tmp_path_factory):

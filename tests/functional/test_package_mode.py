@@ -223,6 +223,8 @@ class TestPackageModeWithoutKeyHashes(InPackageMode):
         assert tree_digest(landing_zone) == before
 
 
+# Extended tier: a package-mode twin of behaviour the default run tests in plugin mode.
+@pytest.mark.extended
 class TestPackageRunsThatStageNothing(InPackageMode):
     def test_empty_and_dry_runs_stage_nothing(self, project, warehouse, landing_zone):
         schema = project.test_schema
@@ -252,6 +254,8 @@ class TestPackageRunsThatStageNothing(InPackageMode):
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
+# Extended tier: a package-mode twin of behaviour the default run tests in plugin mode.
+@pytest.mark.extended
 class TestPackageModeWithALandingZonePerModel(InPackageMode):
     """A model's `landing_zone` config overrides the var: its runs are staged and recorded in its
     own landing zone, one manifest per landing zone, so each landing zone's publish finds exactly
@@ -387,6 +391,8 @@ class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
         assert findings_for(landing_zone, folder) == []
 
 
+# Extended tier: a package-mode twin of behaviour the default run tests in plugin mode.
+@pytest.mark.extended
 class TestPackageKeyWarnings(InPackageMode):
     """Keys the mirror may compare differently warn in package mode as with the plugin."""
 

@@ -56,6 +56,8 @@ class TestPublishCrashes(InPackageMode):
             self._assert_published_once(project, landing_zone, expected)
         print(f"publish failed at each of {len(operations)} operations in turn, 0 divergences")
 
+    # Extended tier, with the other processes killed for real (test_crash_kill.py).
+    @pytest.mark.extended
     @pytest.mark.parametrize("point", KILL_POINTS)
     def test_killed_publish(self, project, landing_zone, staged, point):
         pristine, expected = staged
