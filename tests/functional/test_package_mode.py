@@ -35,6 +35,8 @@ from tests.support.package_mode import (
 )
 
 COLUMNS = "as t(id, name, amount)"
+#: A package-mode twin of behaviour the default run tests in plugin mode: extended tier.
+PLUGIN_TWIN = pytest.mark.extended
 
 
 def _stage(project, warehouse, rows: str, columns: str = COLUMNS, extra_args=()):
@@ -223,8 +225,7 @@ class TestPackageModeWithoutKeyHashes(InPackageMode):
         assert tree_digest(landing_zone) == before
 
 
-# Extended tier: a package-mode twin of behaviour the default run tests in plugin mode.
-@pytest.mark.extended
+@PLUGIN_TWIN
 class TestPackageRunsThatStageNothing(InPackageMode):
     def test_empty_and_dry_runs_stage_nothing(self, project, warehouse, landing_zone):
         schema = project.test_schema
@@ -254,8 +255,7 @@ class TestPackageRunsThatStageNothing(InPackageMode):
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
-# Extended tier: a package-mode twin of behaviour the default run tests in plugin mode.
-@pytest.mark.extended
+@PLUGIN_TWIN
 class TestPackageModeWithALandingZonePerModel(InPackageMode):
     """A model's `landing_zone` config overrides the var: its runs are staged and recorded in its
     own landing zone, one manifest per landing zone, so each landing zone's publish finds exactly
@@ -391,8 +391,7 @@ class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
         assert findings_for(landing_zone, folder) == []
 
 
-# Extended tier: a package-mode twin of behaviour the default run tests in plugin mode.
-@pytest.mark.extended
+@PLUGIN_TWIN
 class TestPackageKeyWarnings(InPackageMode):
     """Keys the mirror may compare differently warn in package mode as with the plugin."""
 
