@@ -10,6 +10,7 @@ import pytest
 
 from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SNAPSHOT_RUN_ID, SNAPSHOT_SEQUENCE_NUMBER
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER
+from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 from tests.support.fake_warehouse import FakeRelation
 from tests.support.mirror_runs import FIRST, THIS, Project
 
@@ -64,6 +65,26 @@ def test_an_incremental_run_publishes_the_changed_keys_from_the_key_hashes(proje
     # The counts are the changed keys' (one row per change row): the written file is not read back.
     second_run = project.warehouse.statements[project.warehouse.statements.index("openmirror_changed_keys_sql") :]
     assert "openmirror_count_markers_sql" in second_run and "openmirror_marker_counts_sql" not in second_run
+
+
+def test_a_run_asks_for_the_snapshot_record_once(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held changes, the inputs check and the diff all need `{{ this }}`'s record; on a remote
+    catalog each read is a round trip, so the run reads it once (and the key hashes' once)."""
+    project.inputs = ModelInputs("digest-1")  # the inputs check reads the record too
+    project.run(FIRST)
+    project.inputs = ModelInputs("digest-2")
+    read: list[str] = []
+    query = project.warehouse.query
+
+    def recording(macro: str, **values: Any) -> list[tuple[Any, ...]]:
+        if macro == "openmirror_show_properties_sql":
+            read.append(str(values["relation"]))
+        return query(macro, **values)
+
+    monkeypatch.setattr(project.warehouse, "query", recording)
+    project.run([{"id": 1, "name": "z"}, *FIRST[1:]])
+    assert project.built[-1] and "openmirror_changed_keys_sql" in project.warehouse.statements
+    assert sorted(read) == ["analytics.customers", "analytics.customers__om_hashes"]
 
 
 def test_key_hashes_that_do_not_match_the_snapshot_compare_whole_rows(project: Project) -> None:

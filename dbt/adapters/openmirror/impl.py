@@ -23,7 +23,6 @@ from dbt.adapters.openmirror import storage as landing_zone_storage  # its facto
 from dbt.adapters.openmirror.connections import OpenMirrorConnectionManager
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
 from dbt.adapters.openmirror.planning.candidates import selects_candidates
-from dbt.adapters.openmirror.planning.run_plan import snapshot_record
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
@@ -35,7 +34,7 @@ from dbt.adapters.openmirror.run.mirror_run import MirrorRun
 from dbt.adapters.openmirror.run.model_warnings import warn
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
-from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, table_properties
+from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, recorded_snapshot
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs, model_inputs
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
 from dbt.adapters.openmirror.storage import LandingZoneStorage
@@ -177,7 +176,7 @@ class OpenMirrorAdapter(SparkAdapter):
         relation = self.get_relation(this.database, this.schema, this.identifier)
         snapshot = None
         if relation is not None and relation.type in ("table", "view"):  # a view: an overlaid snapshot
-            snapshot = snapshot_record(table_properties(AdapterStatements(self), relation))
+            snapshot = recorded_snapshot(AdapterStatements(self), relation)
         selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
         if selected:
             self._selected_candidates.add(model_id)

@@ -176,7 +176,6 @@ class SnapshotDiff:
             return None
         relations = self.relations
         hashes = relations.previous_hashes
-        self.catalog.refresh([hashes])
         if not hash_diff.hashes_usable(self._properties(hashes), base_run_id(snapshot), signature):
             return None
         if snapshot.overlay is None:

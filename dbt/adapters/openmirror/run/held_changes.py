@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SnapshotRecord, snapshot_record
+from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SnapshotRecord
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
 from dbt.adapters.openmirror.publishing.publisher import PendingPublish, PublishedFiles
 from dbt.adapters.openmirror.publishing.sequence import PublishSequence
@@ -20,7 +20,6 @@ from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.overlay import drop_stale_layers
 from dbt.adapters.openmirror.run.relations import HASHES, RunRelations, beside
-from dbt.adapters.openmirror.run.statements import table_properties
 
 #: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
 AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
@@ -113,17 +112,17 @@ class HeldChanges:
         self.context.publisher.discard(change.pending.staged_folder)
         self.restore_audit_base(change.target)
 
-    def settle(self, mirror: MirrorConfig, target: Any, warn: Any) -> None:
-        """A change held for its tests whose invocation stopped before its end: done if the
-        journal names it (its publish went through), discarded otherwise, with the snapshot it
-        was diffed against back in place."""
-        held = self._snapshot_record(self.context.catalog.find(target))
+    def settle(self, mirror: MirrorConfig, target: Any, held: SnapshotRecord | None, warn: Any) -> bool:
+        """A change held for its tests whose invocation stopped before its end (`held`, the
+        record of `{{ this }}`, says so): done if the journal names it (its publish went through),
+        discarded otherwise, with the snapshot it was diffed against back in place. Whether
+        `{{ this }}` changed."""
         if held is None or not held.held:
-            return
+            return False
         record = self.context.publisher.read_record(mirror.table_folder)
         if record is not None and record.run_id == held.run_id:
             self.release_audit_base(target)
-            return
+            return True
         warn(
             f"Model '{mirror.model}': run {held.run_id} held a change to {mirror.table_folder} for its "
             "tests and stopped before the end of its invocation; the change was not published and "
@@ -132,11 +131,7 @@ class HeldChanges:
         self.restore_audit_base(target)
         if held.run_id is not None:
             self.context.publisher.discard(scratch_path(held.run_id))
-
-    def _snapshot_record(self, relation: Any | None) -> SnapshotRecord | None:
-        if relation is None:
-            return None
-        return snapshot_record(table_properties(self.context.statements, relation))
+        return True
 
     def restore_audit_base(self, target: Any) -> None:
         """The snapshot and key hashes a held change was diffed against go back in place (on a

@@ -14,7 +14,7 @@ Every statement goes through `Statements` (the macros of macros/sql/) and every 
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Final, cast
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, PublishError, RunInterruptedError
 from dbt.adapters.openmirror.planning import hash_diff
@@ -38,7 +38,6 @@ from dbt.adapters.openmirror.planning.run_plan import (
     SnapshotRecord,
     plan_run,
     snapshot_properties,
-    snapshot_record,
 )
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, check_reserved_names, plan_schema
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
@@ -60,8 +59,11 @@ from dbt.adapters.openmirror.run.overlay import (
 )
 from dbt.adapters.openmirror.run.relations import RunRelations, beside
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
-from dbt.adapters.openmirror.run.statements import marker_counts, table_properties
+from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, table_properties
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
+
+#: A record not read yet (None is a read that found none).
+_UNREAD: Final = object()
 
 
 class MirrorRun:
@@ -100,6 +102,9 @@ class MirrorRun:
         self._read_inputs: Callable[[], ModelInputs] | None = None
         #: The model read what its snapshot was built from: nothing was built, nothing is published.
         self._unchanged: OpenMirrorResponse | None = None
+        #: `{{ this }}`'s record as the run found it once recovered (read once: while the run holds
+        #: the lease only the run itself changes it); `_UNREAD` until then.
+        self._found_record: SnapshotRecord | None | object = _UNREAD
 
     @property
     def publishes(self) -> bool:
@@ -136,7 +141,7 @@ class MirrorRun:
         self._inputs_digest, self._read_inputs = inputs.digest, read
         if self.full_refresh or reconcile or existing is None or existing.type != "table":
             return False
-        snapshot = self._snapshot_record(existing)
+        snapshot = self._snapshot_found(existing)
         if snapshot is None or not snapshot.built_from(inputs.digest):
             return False
         state = self.context.publisher.table_state(mirror.table_folder)
@@ -158,7 +163,7 @@ class MirrorRun:
             return self._unchanged
         self._confirm_inputs()
         relations, catalog = self.relations, self.context.catalog
-        snapshot = self._snapshot_record(existing)
+        snapshot = self._snapshot_found(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
         state: TableFolderState | None = None  # read once, by whichever way the run takes first
         if not self.empty and (self.candidates or self.mirror.delete_flag):
@@ -319,7 +324,7 @@ class MirrorRun:
         view of an overlaid snapshot (planning/overlay.py). Anything else is replaced."""
         if relation.type == "table":
             return True
-        record = self._snapshot_record(relation) if relation.type == "view" else None
+        record = self._snapshot_found(relation) if relation.type == "view" else None
         return record is not None and record.overlay is not None
 
     def snapshot_relation(self) -> Any:
@@ -378,7 +383,8 @@ class MirrorRun:
         lease, relations, mirror = self._held_lease(), self.relations, self.mirror
         overlays = [relations.overlay(slot) for slot in OVERLAY_SLOTS]
         self.context.catalog.refresh(
-            [relations.target, relations.new_output, relations.backup, relations.base, *overlays]
+            [relations.target, relations.new_output, relations.backup, relations.previous_hashes, relations.base]
+            + overlays
         )
         promote: list[Callable[[], None]] = [self._replace_snapshot]
 
@@ -395,13 +401,15 @@ class MirrorRun:
 
         sequence = PublishSequence(self.context.publisher, self.context.leases.fence(lease))
         sequence.recover(mirror.table_folder, crashed_output, report, promote=lambda: promote[0]())
-        self.held.settle(mirror, relations.target, self._warn)
+        found = self._snapshot_found(self.context.catalog.find(relations.target))
+        if self.held.settle(mirror, relations.target, found, self._warn):
+            self._found_record = _UNREAD  # the held change's snapshot was kept or put back: read again
         drop_stale_layers(self.context.catalog, self.relations)
         if lease.taken_from is not None:
             self.context.publisher.discard(scratch_path(lease.taken_from.run_id))
 
     def _run_id_of(self, relation: Any) -> str | None:
-        record = self._snapshot_record(self.context.catalog.find(relation))
+        record = recorded_snapshot(self.context.statements, self.context.catalog.find(relation))
         return record.run_id if record else None
 
     def _check_not_interrupted(self) -> None:
@@ -470,10 +478,13 @@ class MirrorRun:
         catalog.created(relations.new_output)
         catalog.drop(candidates.relation)
 
-    def _snapshot_record(self, relation: Any | None) -> SnapshotRecord | None:
-        if relation is None:
+    def _snapshot_found(self, existing: Any | None) -> SnapshotRecord | None:
+        """The record of `existing`, which is `{{ this }}` as the run found it (None: no snapshot)."""
+        if existing is None:
             return None
-        return snapshot_record(table_properties(self.context.statements, relation))
+        if self._found_record is _UNREAD:
+            self._found_record = recorded_snapshot(self.context.statements, existing)
+        return cast(SnapshotRecord | None, self._found_record)
 
     def _destination(self, owner: str) -> Destination:
         return Destination(self.mirror.model, self.context.landing_zone, self.mirror.table_folder, owner)

@@ -8,6 +8,7 @@ unit tests over a fake warehouse.
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from dbt.adapters.openmirror.planning.run_plan import SnapshotRecord, snapshot_record
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 
 Row = tuple[Any, ...]
@@ -104,6 +105,11 @@ def table_properties(statements: Statements, relation: Any) -> dict[str, str]:
     """A table's properties (`show tblproperties`)."""
     rows = statements.query("openmirror_show_properties_sql", relation=str(relation))
     return {str(row[0]): str(row[1]) for row in rows}
+
+
+def recorded_snapshot(statements: Statements, relation: Any | None) -> SnapshotRecord | None:
+    """The snapshot record on `relation` (None: no relation, or no record on it)."""
+    return snapshot_record(table_properties(statements, relation)) if relation is not None else None
 
 
 def marker_counts(statements: Statements, source: str, full_load: bool, change_markers: str) -> dict[int, int]:
