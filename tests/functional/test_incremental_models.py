@@ -152,6 +152,37 @@ class TestBadCandidates(Incremental):
         assert tree_digest(landing_zone) == before
 
 
+class TestEmptyRunsOfAFlaggedModel(Incremental):
+    """`dbt run --empty` checks what a run would publish: the model's columns without its delete
+    flag, under `on_schema_change='fail'` too."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": MODEL.replace("reconcile_every=var('reconcile_every', none)", "on_schema_change='fail'")}
+
+    def test_empty_runs_before_and_after_publishing(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        set_source(warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'b', 1, true)"))
+        run_dbt(["run", "--empty"])
+        # What downstream models see until the first run: the published columns (the model reads
+        # no ref() or source() that --empty would limit, so the rows are there, unflagged only).
+        assert warehouse.columns(f"{schema}.orders") == ["id", "name", "updated_at"]
+        assert [row["id"] for row in model_output(warehouse, f"select * from {schema}.orders")] == [1]
+        assert not list(landing_zone.rglob("*.parquet"))
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, true)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        before = tree_digest(landing_zone)
+        [result] = run_dbt(["run", "--empty"])
+        assert result.adapter_response["mode"] == "empty"
+        assert tree_digest(landing_zone) == before
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 2, false), (3, 'c', 2, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        before = tree_digest(landing_zone)
+        [result] = run_dbt(["run", "--empty"])  # on the overlaid snapshot, a view
+        assert tree_digest(landing_zone) == before
+        self.check(project, warehouse, landing_zone, tmp_path)
+
+
 class TestColumnChangesInCandidateRuns(Incremental):
     """A column a candidate run adds is NULL on the snapshot's other rows (as in dbt's own
     incremental models) until a reconcile run fills it; a type change is refused as in any run."""

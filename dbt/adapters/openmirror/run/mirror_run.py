@@ -166,8 +166,10 @@ class MirrorRun:
         snapshot = self._snapshot_found(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
         state: TableFolderState | None = None  # read once, by whichever way the run takes first
-        if not self.empty and (self.candidates or self.mirror.delete_flag):
+        if self.candidates or self.mirror.delete_flag:
             candidates = self._select_candidates(existing, snapshot)
+            if self.empty:
+                return self._check_empty(existing, candidates, previous_columns)
             if self._overlays(snapshot) and existing is not None and snapshot is not None:
                 state = self.context.publisher.table_state(self.mirror.table_folder)
                 overlay = SnapshotOverlay(self._diff(), snapshot, existing)
@@ -175,9 +177,9 @@ class MirrorRun:
                 if response is not None:
                     return response
             self._complete_output(existing, candidates, previous_columns)
-        new_columns = catalog.columns(relations.new_output)
         if self.empty:
-            return self._check_empty(existing, new_columns, previous_columns)
+            return self._check_empty(existing, None, previous_columns)
+        new_columns = catalog.columns(relations.new_output)
         model_keys = self._key_columns(new_columns)
         if state is None:
             state = self.context.publisher.table_state(self.mirror.table_folder)
@@ -729,21 +731,24 @@ class MirrorRun:
     def _check_empty(
         self,
         existing: Any | None,
-        new_columns: list[ColumnSpec],
+        candidates: Candidates | None,
         previous_columns: list[ColumnSpec] | None,
     ) -> OpenMirrorResponse:
         """`dbt run --empty` builds the model with no rows: its columns and key are checked as a
-        run would check them, and nothing is published (an empty output would delete every row).
-        `{{ this }}` stays what was published (created empty, unrecorded, only when there is
-        none, so that downstream models can still be built)."""
-        mirror = self.mirror
-        self._key_columns(new_columns)
-        plan_schema(mirror.model, previous_columns, new_columns, mirror.on_schema_change)
-        catalog, relations = self.context.catalog, self.relations
+        run would check them (the published columns: a `delete_flag` model's `candidates`
+        without the flag), and nothing is published (an empty output would delete every row).
+        `{{ this }}` stays what was published (created empty with the published columns,
+        unrecorded, only when there is none, so that downstream models can still be built)."""
+        mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
+        columns = candidates.published_columns if candidates else catalog.columns(relations.new_output)
+        self._key_columns(columns)
+        plan_schema(mirror.model, previous_columns, columns, mirror.on_schema_change)
         if existing is None:
+            if candidates is not None:
+                self._complete_output(None, candidates, None)
             catalog.rename(relations.new_output, relations.target)
         else:
-            catalog.drop(relations.new_output)
+            catalog.drop(candidates.relation if candidates else relations.new_output)
         return OpenMirrorResponse(
             _message=f"--empty: columns and unique_key checked, nothing published to {mirror.table_folder}",
             code="OPEN_MIRROR",
