@@ -9,7 +9,8 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.planning import overlay
-from tests.functional.test_incremental_models import MODEL, Incremental, _source
+from dbt.adapters.openmirror.run.mirror_run import MirrorRun
+from tests.functional.test_incremental_models import MODEL, RECONCILE, Incremental, _source
 from tests.functional.test_publish_modes import HOOK
 from tests.support.mirror import file_markers, model_output, set_source, tree_digest
 
@@ -208,6 +209,51 @@ class TestCandidateRunsThatSelectNothing(Overlaid):
         self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false)", every)
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder)[-1] == [2]
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+
+class TestLayersDroppedByHand(Overlaid):
+    """An overlaid snapshot whose base or overlay someone dropped is no snapshot: its view cannot
+    be read. The next run runs the model in full (`is_incremental()` is false) and loads the
+    table folder again, as when `{{ this }}` itself is gone, instead of failing on the view (or,
+    once its files were published, failing in every later run)."""
+
+    def test_a_dropped_base_then_a_dropped_overlay(self, project, warehouse, landing_zone, tmp_path, monkeypatch):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false)")
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false)")
+        assert self.layers(warehouse, schema)["orders"] == "view"
+        warehouse.run(f"drop table {schema}.orders__om_base")
+        response = self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 3, false)")
+        assert response["mode"] != "incremental"
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 4, false)")
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 4, true)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        warehouse.run(f"drop table {self.overlay(warehouse, schema)}")
+        self.publish(project, warehouse, "(1, 'a', 1, false), (3, 'C', 4, true)", RECONCILE)
+        self.check(project, warehouse, landing_zone, tmp_path)
+        self.publish(project, warehouse, "(1, 'a', 5, false), (3, 'C', 4, true)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+
+        # A run in full crashed after its files were published, before its output replaced the
+        # overlaid view; then the base went. The next run's recovery replaces the view all the
+        # same (Spark cannot rename a view whose table is gone; it can drop it).
+        self.publish(project, warehouse, "(1, 'a', 6, false), (3, 'C', 4, true), (4, 'd', 6, false)")
+        assert self.layers(warehouse, schema)["orders"] == "view"
+
+        def crash(run) -> None:
+            raise RuntimeError("crashed before the snapshot step")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(MirrorRun, "_replace_snapshot", crash)
+            set_source(warehouse, schema, _source("(1, 'a', 6, false), (4, 'd', 7, false)"))
+            run_dbt(["run", *RECONCILE], expect_pass=False)
+        warehouse.run(f"drop table {schema}.orders__om_base")
+        self.publish(project, warehouse, "(1, 'a', 6, false), (4, 'd', 7, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
 
 

@@ -32,6 +32,7 @@ from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
 from dbt.adapters.openmirror.run.model_warnings import warn
+from dbt.adapters.openmirror.run.overlay import usable_snapshot
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, recorded_snapshot
@@ -176,7 +177,9 @@ class OpenMirrorAdapter(SparkAdapter):
         relation = self.get_relation(this.database, this.schema, this.identifier)
         snapshot = None
         if relation is not None and relation.type in ("table", "view"):  # a view: an overlaid snapshot
-            snapshot = recorded_snapshot(AdapterStatements(self), relation)
+            statements = AdapterStatements(self)
+            record = recorded_snapshot(statements, relation)
+            snapshot = record if usable_snapshot(AdapterCatalog(self, statements), relation, record) else None
         selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
         if selected:
             self._selected_candidates.add(model_id)

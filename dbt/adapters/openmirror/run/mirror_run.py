@@ -56,6 +56,7 @@ from dbt.adapters.openmirror.run.overlay import (
     SnapshotOverlay,
     drop_stale_layers,
     model_columns,
+    usable_snapshot,
 )
 from dbt.adapters.openmirror.run.relations import RunRelations, beside
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
@@ -322,12 +323,10 @@ class MirrorRun:
         return self.publishes and not self.candidates and self.mirror.delete_flag is not None
 
     def is_snapshot(self, relation: Any) -> bool:
-        """Whether `relation`, found under the model's name, can be its snapshot: a table, or the
-        view of an overlaid snapshot (planning/overlay.py). Anything else is replaced."""
-        if relation.type == "table":
-            return True
+        """Whether `relation`, found under the model's name, can be its snapshot (run/overlay.py:
+        `usable_snapshot`). Anything else is replaced."""
         record = self._snapshot_found(relation) if relation.type == "view" else None
-        return record is not None and record.overlay is not None
+        return usable_snapshot(self.context.catalog, relation, record)
 
     def snapshot_relation(self) -> Any:
         """`{{ this }}` as the run left it: a table, or an overlaid snapshot's view."""
@@ -662,6 +661,11 @@ class MirrorRun:
         view) is dropped. The one place a complete output becomes the snapshot."""
         catalog, relations = self.context.catalog, self.relations
         existing = catalog.find(relations.target)
+        if existing is not None and existing.type == "view":
+            # An overlaid snapshot's view holds no rows (its layers go with drop_stale_layers), and
+            # Spark reads a view to rename it, which fails once a layer is gone: it is dropped.
+            catalog.drop(existing)
+            existing = None
         if existing is not None:
             if catalog.find(relations.backup):
                 catalog.drop(relations.backup)

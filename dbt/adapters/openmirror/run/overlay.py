@@ -45,6 +45,19 @@ def model_columns(catalog: Catalog, overlay: Any) -> list[ColumnSpec]:
     return [c for c in catalog.columns(overlay) if not c.name.lower().startswith(INTERNAL_PREFIX)]
 
 
+def usable_snapshot(catalog: Catalog, relation: Any, record: SnapshotRecord | None) -> bool:
+    """Whether `relation`, found under a model's name with `record` on it, can be its snapshot: a
+    table, or the view of an overlaid snapshot whose base and current overlay both exist (the view
+    reads them, and Spark cannot even rename a view that reads a dropped table). Anything else is
+    replaced by a run in full."""
+    if relation.type == "table":
+        return True
+    if relation.type != "view" or record is None or record.overlay is None:
+        return False
+    layers = RunRelations.of(relation, publishes=True)
+    return catalog.find(layers.base) is not None and catalog.find(layers.overlay(record.overlay)) is not None
+
+
 def drop_stale_layers(catalog: Catalog, relations: RunRelations) -> None:
     """An overlaid snapshot's base and overlays live as long as `{{ this }}` is their view; once
     a complete table replaced it, they go."""
