@@ -162,8 +162,7 @@ class TestEmptyRunsOfAFlaggedModel(Incremental):
 
     def test_empty_runs_before_and_after_publishing(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
-        set_source(warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'b', 1, true)"))
-        run_dbt(["run", "--empty"])
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, true)", ["--empty"])
         # What downstream models see until the first run: the published columns (the model reads
         # no ref() or source() that --empty would limit, so the rows are there, unflagged only).
         assert warehouse.columns(f"{schema}.orders") == ["id", "name", "updated_at"]
