@@ -187,18 +187,19 @@ def test_paths_cannot_leave_the_landing_zone(storage):
     "path",
     ["", ".", "/", "./", "_scratchPad", "_scratchPad/", "./_scratchPad/.", "_SCRATCHPAD", "..", "t/../..", "t\\..\\.."],
 )
-def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(storage, path):
+def test_deletes_refuse_the_root_the_scratch_pad_and_paths_outside(tmp_path, path):
     from tests.support.mirror import tree_digest
 
+    storage = LocalStorage(tmp_path / "landing_zone")  # its parent holds only this test's files
     storage.write_text("t/f.txt", "kept", create_only=True)
     storage.write_text("_scratchPad/dbt-openmirror/run-1/f.txt", "kept", create_only=True)
-    (storage.root.parent / "beside.txt").write_text("outside the landing zone")
-    before = tree_digest(storage.root.parent)
+    (tmp_path / "beside.txt").write_text("outside the landing zone")
+    before = tree_digest(tmp_path)
     with pytest.raises(PublishError, match="refusing to delete"):
         storage.delete_folder(path)
     with pytest.raises(PublishError, match="refusing to delete"):
         storage.delete_file(path)
-    assert tree_digest(storage.root.parent) == before
+    assert tree_digest(tmp_path) == before
     storage.delete_folder("_scratchPad/dbt-openmirror/run-1")  # strictly inside: allowed
     assert storage.list_names("_scratchPad/dbt-openmirror") == []
 
