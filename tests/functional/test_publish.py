@@ -3,6 +3,7 @@ zone in file order gives exactly the model output."""
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
@@ -11,12 +12,14 @@ from dbt.adapters.openmirror.storage.local import LocalStorage
 from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
+    data_files,
     file_markers,
     findings_for,
     marked_files,
     model_output,
     set_source,
     table_folder,
+    tree_digest,
 )
 
 MODEL = """
@@ -206,3 +209,55 @@ class TestSnapshotAndFolderDisagree:
         assert response["mode"] == "rebuild"
         assert file_markers(folder) == [[0, 0]]
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+    def test_a_column_added_to_the_snapshot_by_hand_rebuilds(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        warehouse.run(f"alter table {schema}.customers add columns (note string)")
+        response = _publish(project, warehouse, f"select * from values (1, 'a', 7), (4, 'd', 4) {COLUMNS}")
+        assert response["mode"] == "rebuild" and "note" in " ".join(response["warnings"])
+        assert file_markers(folder) == [[0, 0]]
+        assert pq.read_schema(data_files(folder)[0]).names == ["id", "name", "amount"]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+    @pytest.mark.parametrize("deleted", [2, 3])
+    def test_a_file_deleted_behind_one_still_waiting_stops_the_run(self, project, warehouse, landing_zone, deleted):
+        """The mirror has not processed file 1 yet, so a later file missing was not cleaned up
+        by it: publishing after the gap would never be applied. A rebuild starts over."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        for amount in (8, 9):
+            _publish(project, warehouse, f"select * from values (1, 'a', {amount}), (4, 'd', 4) {COLUMNS}")
+        assert len(data_files(folder)) == 3
+        (folder / f"{deleted:020d}.parquet").unlink()
+        left = tree_digest(folder)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 10), (4, 'd', 4) {COLUMNS}")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert f"is missing file {deleted:020d}.parquet" in result.message and "customers" in result.message
+        assert tree_digest(folder) == left
+        assert (
+            _publish(project, warehouse, f"select * from values (1, 'a', 10) {COLUMNS}", ["--full-refresh"])["mode"]
+            == "rebuild"
+        )
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+    def test_a_metadata_file_declaring_another_format_stops_the_run(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        contract = {
+            "keyColumns": ["id"],
+            "FileFormat": "DelimitedText",
+            "FileExtension": "csv",
+            "FileFormatTypeProperties": {"FirstRowAsHeader": True},
+            "SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "Int32"}]},
+        }
+        (folder / "_metadata.json").write_text(json.dumps(contract))
+        left = tree_digest(folder)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 11) {COLUMNS}")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert "declares FileFormat 'DelimitedText'" in result.message and "customers" in result.message
+        assert tree_digest(folder) == left
+        _publish(project, warehouse, f"select * from values (1, 'a', 11) {COLUMNS}", ["--full-refresh"])
+        assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+        assert findings_for(landing_zone, folder) == []

@@ -64,7 +64,7 @@ def test_an_interrupted_publish_is_finished_by_the_next_run(onelake, tmp_path):
         publisher.complete(pending, fence)
     dfs.faults.clear()
     state = Publisher(storage).table_state(TABLE)
-    assert state.pending == pending and state.numbering_conflict is None
+    assert state.pending == pending and state.folder_conflict is None
 
     Publisher(storage).complete(state.pending, fence)
     Publisher(storage).commit(state.pending, fence)

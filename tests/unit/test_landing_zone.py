@@ -7,11 +7,11 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     data_file_name,
     folder_name_problem,
     highest_sequence_number,
-    key_columns_from_metadata,
     metadata_json,
     parse_sequence_number,
     scratch_path,
     table_folder_path,
+    table_metadata,
 )
 
 
@@ -84,11 +84,11 @@ def test_scratch_path_only_takes_safe_run_ids():
 def test_metadata_is_strict_json_and_round_trips():
     text = metadata_json(["order_id", "line"])
     assert json.loads(text) == {"keyColumns": ["order_id", "line"]}
-    assert key_columns_from_metadata(text, "m") == ["order_id", "line"]
-    assert key_columns_from_metadata("{}", "m") == []
+    assert table_metadata(text, "m").key_columns == ("order_id", "line")
+    assert table_metadata("{}", "m").key_columns == ()
 
 
 @pytest.mark.parametrize("text", ["{keyColumns: ['a']}", '{"keyColumns": "a"}', "[1]"])
 def test_invalid_metadata_is_an_error_naming_the_file(text):
     with pytest.raises(PublishError, match="lz/t/_metadata.json"):
-        key_columns_from_metadata(text, "lz/t/_metadata.json")
+        table_metadata(text, "lz/t/_metadata.json")

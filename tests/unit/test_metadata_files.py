@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from dbt.adapters.openmirror.rules.landing_zone import key_columns_from_metadata
+from dbt.adapters.openmirror.rules.landing_zone import table_metadata
 from dbt.adapters.openmirror.rules.metadata_files import (
     DeclaredColumn,
     DelimitedText,
@@ -85,5 +85,5 @@ def test_what_is_wrong_with_a_delimited_text_declaration(change, message):
 
 
 def test_the_publisher_reads_keys_through_the_same_parser():
-    assert key_columns_from_metadata('{"KeyColumns": ["a"]}', "m") == ["a"]
-    assert key_columns_from_metadata('{"keyColumns": ["a"], "isUpsertDefaultRowMarker": true}', "m") == ["a"]
+    assert table_metadata('{"KeyColumns": ["a"]}', "m").key_columns == ("a",)
+    assert table_metadata('{"keyColumns": ["a"], "isUpsertDefaultRowMarker": true}', "m").key_columns == ("a",)

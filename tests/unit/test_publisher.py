@@ -399,9 +399,9 @@ def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):
     (storage.root / TABLE / "00000000000000000002.parquet").write_bytes(b"foreign")
     state = Publisher(storage).table_state(TABLE)
     assert state.last_sequence_number == 2
-    assert "holds file 00000000000000000002.parquet" in state.numbering_conflict
-    assert "last number it published is 1" in state.numbering_conflict
-    assert "--full-refresh" in state.numbering_conflict
+    assert "holds file 00000000000000000002.parquet" in state.folder_conflict
+    assert "last number it published is 1" in state.folder_conflict
+    assert "--full-refresh" in state.folder_conflict
 
 
 def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):
@@ -412,7 +412,64 @@ def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):
     for name in ("00000000000000000001.parquet", "00000000000000000002.parquet"):
         (storage.root / TABLE / name).unlink()
     state = Publisher(storage).table_state(TABLE)
-    assert (state.last_sequence_number, state.numbering_conflict) == (2, None)
+    assert (state.last_sequence_number, state.folder_conflict) == (2, None)
+
+
+@pytest.mark.parametrize("deleted", [2, 3])
+def test_a_file_missing_behind_one_the_mirror_has_not_processed_is_an_error(storage, deleted):
+    for _ in range(3):
+        stage(storage, 1)
+        publish(storage, 1, last=Publisher(storage).table_state(TABLE).last_sequence_number)
+    # File 1 still waits in the folder, so the mirror cannot have processed (and purged) the
+    # file deleted after it: the middle one, or the newest, which the record still counts.
+    (storage.root / TABLE / f"{deleted:020d}.parquet").unlink()
+    state = Publisher(storage).table_state(TABLE)
+    assert state.last_sequence_number == 3
+    assert f"is missing file {deleted:020d}.parquet" in state.folder_conflict
+    assert "--full-refresh" in state.folder_conflict
+
+
+def test_files_moved_to_the_processed_folders_leave_no_gap(storage):
+    for _ in range(3):
+        stage(storage, 1)
+        publish(storage, 1, last=Publisher(storage).table_state(TABLE).last_sequence_number)
+    processed = storage.root / TABLE / "_ProcessedFiles"
+    processed.mkdir()
+    (storage.root / TABLE / "00000000000000000001.parquet").rename(processed / "00000000000000000001.parquet")
+    (storage.root / TABLE / "00000000000000000002.parquet").unlink()  # processed and purged
+    assert Publisher(storage).table_state(TABLE).folder_conflict is None
+    (processed / "00000000000000000001.parquet").unlink()
+    assert Publisher(storage).table_state(TABLE).folder_conflict is None
+
+
+@pytest.mark.parametrize(
+    "contract, declared",
+    [
+        (
+            {
+                "FileFormat": "DelimitedText",
+                "FileExtension": "csv",
+                "FileFormatTypeProperties": {"FirstRowAsHeader": True},
+                "SchemaDefinition": {"Columns": [{"Name": "id", "DataType": "Int64"}]},
+            },
+            "FileFormat 'DelimitedText'",
+        ),
+        (
+            {"fileDetectionStrategy": "LastUpdateTimeFileDetection"},
+            "fileDetectionStrategy 'LastUpdateTimeFileDetection'",
+        ),
+    ],
+)
+def test_a_metadata_file_rewritten_to_another_contract_is_an_error(storage, contract, declared):
+    stage(storage, 1)
+    publish(storage, 1)
+    path = storage.root / TABLE / "_metadata.json"
+    path.write_text(json.dumps({"keyColumns": ["id"], **contract}))
+    state = Publisher(storage).table_state(TABLE)
+    assert state.key_columns == ["id"]
+    assert declared in state.folder_conflict and "--full-refresh" in state.folder_conflict
+    path.write_text(json.dumps({"keyColumns": ["id"], "isUpsertDefaultRowMarker": True}))
+    assert Publisher(storage).table_state(TABLE).folder_conflict is None  # changes no result
 
 
 def test_abandoning_after_renames_records_the_numbers_it_published(storage):
@@ -421,7 +478,7 @@ def test_abandoning_after_renames_records_the_numbers_it_published(storage):
     publisher.abandon(pending, run.fence)
     state = publisher.table_state(TABLE)
     # File 2 is ours: no conflict, and the snapshot (at 1) no longer matches, so the plan rebuilds.
-    assert (state.pending, state.last_sequence_number, state.numbering_conflict) == (None, 2, None)
+    assert (state.pending, state.last_sequence_number, state.folder_conflict) == (None, 2, None)
 
 
 def test_the_first_publish_identifies_the_publisher_once(storage):

@@ -91,7 +91,7 @@ def test_snapshot_record_from_table_properties():
 
 
 def test_files_we_did_not_publish_stop_the_run_unless_it_rebuilds():
-    conflict = TableFolderState(True, ["id"], 4, numbering_conflict="holds file 4 but ... 3")
+    conflict = TableFolderState(True, ["id"], 4, folder_conflict="holds file 4 but ... 3")
     with pytest.raises(PublishError, match="Model 'm': holds file 4"):
         plan(folder=conflict)
     assert plan(folder=conflict, full_refresh=True).mode == REBUILD
@@ -139,3 +139,18 @@ def test_keys_keep_the_spelling_the_mirror_declared():
     assert [c.published_name for c in result.schema.columns] == ["ID", "v"]
     rebuilt = plan(folder=TableFolderState(True, ["ID"], 3), snapshot=snapshot, keys=("id",), full_refresh=True)
     assert rebuilt.key_columns == ["id"]  # a rebuild declares the model's spelling
+
+
+def test_a_snapshot_whose_columns_are_not_the_published_ones_rebuilds():
+    """Someone added or dropped a column of `{{ this }}` by hand: its rows no longer say what the
+    mirror holds under the names it knows, so the table is loaded again from the model."""
+    recorded = SnapshotRecord(FOLDER, 3, None, None, ["id", "V"])
+    altered = [*COLUMNS, ColumnSpec("note", "string")]
+    result = plan(snapshot=recorded, previous=altered, current=altered)
+    assert result.mode == REBUILD and "note" in result.reason and "outside" in result.reason
+    assert result.schema.kept == [] and [c.name for c in result.schema.columns] == ["id", "v", "note"]
+    dropped = plan(snapshot=recorded, previous=COLUMNS[:1], current=COLUMNS)
+    assert dropped.mode == REBUILD and "'V'" in dropped.reason
+    # Spelled otherwise only in case, or recorded before the published columns were: as published.
+    assert plan(snapshot=recorded).mode == INCREMENTAL
+    assert plan(snapshot=SnapshotRecord(FOLDER, 3), previous=altered, current=altered).mode == INCREMENTAL

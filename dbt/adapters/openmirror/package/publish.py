@@ -425,8 +425,8 @@ class PackagePublisher:
                     + f". Nothing more of this table was published. Run `dbt run --full-refresh -s "
                     f"{run.model}` to stage the whole table again."
                 )
-            if state.numbering_conflict:
-                raise PublishError(f"Model '{run.model}': {state.numbering_conflict}")
+            if state.folder_conflict:
+                raise PublishError(f"Model '{run.model}': {state.folder_conflict}")
             check_key_columns(run.model, state.key_columns, run.key_columns)
             if state.owner is not None and state.owner != run.model:
                 raise PublishError(

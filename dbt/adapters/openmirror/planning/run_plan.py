@@ -179,8 +179,8 @@ def _folder_plan(
     if full_refresh:
         return (REBUILD if folder.exists else INITIAL), FULL_REFRESH
     _check_owner(destination, folder)
-    if folder.numbering_conflict:
-        raise PublishError(f"Model '{model}': {folder.numbering_conflict}")
+    if folder.folder_conflict:
+        raise PublishError(f"Model '{model}': {folder.folder_conflict}")
     check_key_columns(model, folder.key_columns, key_columns)
     if not folder.exists:
         return INITIAL, ("the table folder was missing" if snapshot else FIRST_PUBLISH)
@@ -208,6 +208,25 @@ def _folder_plan(
     return INCREMENTAL, ""
 
 
+def _columns_altered(snapshot: SnapshotRecord | None, columns: Sequence[ColumnSpec] | None) -> str | None:
+    """Why the snapshot's columns (`columns`) are not the ones its record says were published,
+    if they are not: columns added to or dropped from `{{ this }}` by hand. Its rows then no
+    longer say what the mirror holds, and the diff would publish a column the model never had."""
+    if snapshot is None or snapshot.published_columns is None or columns is None:
+        return None
+    published = {name.lower() for name in snapshot.published_columns}
+    found = {column.name.lower() for column in columns}
+    if found == published:
+        return None
+    added = [column.name for column in columns if column.name.lower() not in published]
+    dropped = [name for name in snapshot.published_columns if name.lower() not in found]
+    changes = [f"added {added}" if added else "", f"dropped {dropped}" if dropped else ""]
+    return (
+        f"the snapshot's columns were changed outside dbt-openmirror's runs ({', '.join(c for c in changes if c)}), "
+        "so it no longer records what the mirror holds"
+    )
+
+
 def plan_run(
     destination: Destination,
     key_columns: Sequence[str],
@@ -226,6 +245,8 @@ def plan_run(
     spelling = {name.lower(): name for name in (published_names or [c.name for c in previous_columns or []])}
     published_keys = [spelling.get(k.lower(), k) for k in key_columns]
     mode, reason = _folder_plan(destination, published_keys, folder, snapshot, full_refresh)
+    if mode == INCREMENTAL and (altered := _columns_altered(snapshot, previous_columns)):
+        mode, reason = REBUILD, altered
     if mode != INCREMENTAL:
         full = plan_schema(model, None, current_columns, on_schema_change)
         return RunPlan(mode, reason, full, list(key_columns))

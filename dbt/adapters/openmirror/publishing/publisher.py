@@ -31,14 +31,16 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     PROCESSED_FOLDERS,
     PUBLISH_RECORD_FILE,
     data_file_name,
+    first_gap,
     highest_sequence_number,
-    key_columns_from_metadata,
     metadata_json,
     parse_sequence_number,
     partner_events_json,
     scratch_path,
+    table_metadata,
 )
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER
+from dbt.adapters.openmirror.rules.metadata_files import TableMetadata
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 if TYPE_CHECKING:
@@ -177,8 +179,9 @@ class TableFolderState:
     key_columns: list[str] | None
     last_sequence_number: int
     pending: PendingPublish | None = None
-    #: Why the numbers found disagree with our record (files we never published), if they do.
-    numbering_conflict: str | None = None
+    #: Why the next file would not be applied after ours (files we never published, one of ours
+    #: missing, a `_metadata.json` declaring another format), if so: a run then publishes nothing.
+    folder_conflict: str | None = None
     #: The run the record names as the last committed publish.
     last_run_id: str | None = None
     #: Who publishes the folder (the snapshot relation of its model), as the record says.
@@ -237,39 +240,80 @@ class Publisher:
 
     def published_names(self, table_folder: str) -> set[str]:
         """Names in the table folder and in the folders the service moves processed files to."""
-        names = set(self.storage.list_names(table_folder))
+        return self._listed_names(table_folder)[1]
+
+    def _listed_names(self, table_folder: str) -> tuple[list[str], set[str]]:
+        """(names in the table folder, those with the names in the processed folders). The
+        folder is listed first: a file the service moves meanwhile is then seen in one or the
+        other."""
+        waiting = self.storage.list_names(table_folder)
+        names = set(waiting)
         for folder in PROCESSED_FOLDERS:
             names.update(self.storage.list_names(f"{table_folder}/{folder}"))
-        return names
+        return waiting, names
 
     def table_state(self, table_folder: str) -> TableFolderState:
-        if not self.storage.list_names(table_folder):
+        waiting, names = self._listed_names(table_folder)
+        if not waiting:
             return TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
-        metadata = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
+        text = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
         where = f"{self.storage.location}/{table_folder}/{METADATA_FILE}"
-        keys = key_columns_from_metadata(metadata, where) if metadata is not None else None
-        found = highest_sequence_number(sorted(self.published_names(table_folder)))
+        metadata = table_metadata(text, where) if text is not None else None
+        keys = list(metadata.key_columns) if metadata is not None else None
+        found = highest_sequence_number(sorted(names))
         record = self.read_record(table_folder)
         if record is None:
             return TableFolderState(True, keys, found)
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         conflict = None
-        if pending is None and found > record.last_sequence_number:
-            conflict = self._numbering_conflict(table_folder, found, record.last_sequence_number)
+        if pending is None:  # an unfinished publish is recovery's to settle first
+            conflict = self._folder_conflict(table_folder, where, metadata, waiting, names, found, record)
         # The service purges processed files after a while; our record still knows the number.
         return TableFolderState(
             True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
         )
 
-    def _numbering_conflict(self, table_folder: str, found: int, recorded: int) -> str:
-        return (
-            f"{self.storage.location}/{table_folder} holds file {data_file_name(found)} but "
-            f"dbt-openmirror's record ({PUBLISH_RECORD_FILE}) says the last number it published is "
-            f"{recorded}: files after {recorded} were written by someone else (another publisher, "
-            "or a copied or restored folder). Nothing was published. Find out who writes into this "
-            f"folder; then remove the files after {recorded} if they are not wanted, or run with "
-            "--full-refresh to rebuild the table from the model."
-        )
+    def _folder_conflict(
+        self,
+        table_folder: str,
+        where: str,
+        metadata: TableMetadata | None,
+        waiting: Sequence[str],
+        names: set[str],
+        found: int,
+        record: PublishRecord,
+    ) -> str | None:
+        """Why the next file published into the folder would not be applied as the last one
+        after what we published (None: it would be)."""
+        folder = f"{self.storage.location}/{table_folder}"
+        if metadata is not None and metadata.contract_differences():
+            return (
+                f"{where} declares {', '.join(metadata.contract_differences())}, so the mirror would not "
+                "apply the Parquet files dbt-openmirror names by number in that order, or at all. "
+                "dbt-openmirror writes that file with keyColumns only; someone else rewrote it. Nothing "
+                "was published. Restore it, or run with --full-refresh to rebuild the table from the model."
+            )
+        recorded = record.last_sequence_number
+        if found > recorded:
+            return (
+                f"{folder} holds file {data_file_name(found)} but dbt-openmirror's record "
+                f"({PUBLISH_RECORD_FILE}) says the last number it published is {recorded}: files after "
+                f"{recorded} were written by someone else (another publisher, or a copied or restored "
+                "folder). Nothing was published. Find out who writes into this folder; then remove the "
+                f"files after {recorded} if they are not wanted, or run with --full-refresh to rebuild "
+                "the table from the model."
+            )
+        gap = first_gap(waiting, names, recorded)
+        if gap is not None:
+            first_waiting, missing = gap
+            return (
+                f"{folder} is missing file {data_file_name(missing)}: {data_file_name(first_waiting)} "
+                "before it still waits there unprocessed, and the mirror applies files in order, so "
+                "it cannot have processed and cleaned up the later one; someone deleted or moved it, "
+                "and the mirror would wait behind the gap for ever. Nothing was published. Put the "
+                "file back, or run with --full-refresh to rebuild the table from the model."
+            )
+        return None
 
     # -- checking what Spark staged ---------------------------------------------------------------
 

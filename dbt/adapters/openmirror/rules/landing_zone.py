@@ -5,11 +5,11 @@ Paths here are relative POSIX paths inside the landing zone root; storage backen
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.openmirror.errors import PublishError
-from dbt.adapters.openmirror.rules.metadata_files import parse_table_metadata
+from dbt.adapters.openmirror.rules.metadata_files import TableMetadata, parse_table_metadata
 
 if TYPE_CHECKING:
     from dbt.adapters.openmirror.storage.base import LandingZoneStorage
@@ -54,6 +54,22 @@ def parse_sequence_number(file_name: str, extension: str = "parquet") -> int | N
 def highest_sequence_number(file_names: Sequence[str]) -> int:
     numbers = [n for n in map(parse_sequence_number, file_names) if n is not None]
     return max(numbers, default=0)
+
+
+def first_gap(waiting: Iterable[str], names: Iterable[str], last: int) -> tuple[int, int] | None:
+    """(the first file still waiting in a table folder, the first number after it up to `last`
+    found nowhere), or None. `waiting` are the names in the table folder, `names` those and the
+    names in the processed folders. The mirror applies files in order and moves each one it
+    processed out of the folder, so every number after a waiting file is either waiting too or
+    was never published; a number missing before a waiting file may have been processed and
+    purged."""
+    waiting_numbers = [n for n in map(parse_sequence_number, waiting) if n is not None]
+    if not waiting_numbers:
+        return None
+    first = min(waiting_numbers)
+    present = {n for n in map(parse_sequence_number, names) if n is not None}
+    missing = next((n for n in range(first + 1, last + 1) if n not in present), None)
+    return None if missing is None else (first, missing)
 
 
 def folder_name_problem(name: object) -> str | None:
@@ -122,12 +138,12 @@ def partner_events_json() -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def key_columns_from_metadata(text: str, where: str) -> list[str]:
-    """Key columns declared by a `_metadata.json` text (empty for an insert-only table)."""
+def table_metadata(text: str, where: str) -> TableMetadata:
+    """The contract a `_metadata.json` text declares (no key columns: an insert-only table)."""
     parsed = parse_table_metadata(text)
     if parsed.metadata is None:
         raise PublishError(f"{where}: {'; '.join(parsed.errors)}; fix or delete it")
-    return list(parsed.metadata.key_columns)
+    return parsed.metadata
 
 
 def table_folders(storage: "LandingZoneStorage") -> Iterator[tuple[str, str, str]]:

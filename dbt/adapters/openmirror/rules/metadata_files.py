@@ -101,6 +101,17 @@ class TableMetadata:
         """The data files' extension, without the dot."""
         return self.delimited_text.extension if self.delimited_text else "parquet"
 
+    def contract_differences(self) -> list[str]:
+        """What this contract declares that changes how the mirror reads Parquet files named by
+        sequence number, the files dbt-openmirror publishes ("field 'value'", none: it reads them
+        as dbt-openmirror publishes them; `isUpsertDefaultRowMarker` changes no result)."""
+        differences = []
+        if self.file_format != PARQUET:
+            differences.append(f"FileFormat '{self.file_format}'")
+        if self.file_detection != SEQUENTIAL:
+            differences.append(f"fileDetectionStrategy '{self.file_detection}'")
+        return differences
+
 
 @dataclass
 class Parsed:

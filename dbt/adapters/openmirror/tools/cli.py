@@ -177,8 +177,8 @@ def _publisher_notes(leases: LeaseManager, folder: str, state: TableFolderState)
     lease = leases.current(folder)
     if lease is not None and not lease.holder.released:
         notes.append(f"lease: {leases.describe(lease)}")
-    if state.numbering_conflict:
-        notes.append(f"numbering: {state.numbering_conflict}")
+    if state.folder_conflict:
+        notes.append(f"next publish refused: {state.folder_conflict}")
     if state.pending is not None:
         notes.append(
             f"unfinished publish of run {state.pending.run_id} ({len(state.pending.files)} files "
