@@ -14,6 +14,7 @@ from dbt.adapters.openmirror.run.statements import AdapterStatements
 from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
+    data_files,
     file_markers,
     findings_for,
     model_output,
@@ -218,8 +219,42 @@ class TestColumnChangesInCandidateRuns(Incremental):
         )
         set_source(warehouse, project.test_schema, as_text)
         results = run_dbt(["run"], expect_pass=False)
-        assert "updated_at" in results[0].message and "whose column type changes" in results[0].message
+        assert "column 'updated_at' int -> string among the rows it selected" in results[0].message
         assert tree_digest(landing_zone) == before
+
+
+class TestTypeChangesAmongCandidatesOnEveryPath(Incremental):
+    """A type change to the snapshot's own type family (string -> int) cannot hide in the merge of
+    candidates and snapshot, which would publish it in the old type: a dry run and a run under
+    `sync_all_columns` (which merge rather than overlay) refuse it too; a reconcile rebuilds."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "orders.sql": MODEL.replace("reconcile_every=", "on_schema_change=var('osc', 'fail'), reconcile_every=")
+        }
+
+    def complete_output(self, project) -> str:
+        return f"select id, name, updated_at, code from {project.test_schema}.src where not deleted"
+
+    def test_refused_until_a_run_in_full(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        coded = (
+            "select id, name, updated_at, cast(deleted as boolean) as deleted, cast(id * 10 as {type}) as code"
+            " from values {rows} as t(id, name, updated_at, deleted)"
+        )
+        set_source(warehouse, schema, coded.format(type="string", rows="(1, 'a', 1, false), (2, 'b', 1, false)"))
+        run_dbt(["run"])
+        before = tree_digest(landing_zone)
+        set_source(warehouse, schema, coded.format(type="int", rows="(1, 'a', 1, false), (2, 'B', 2, false)"))
+        for args in (["--vars", "{openmirror_dry_run: true}"], ["--vars", "{osc: sync_all_columns}"]):
+            [result] = run_dbt(["run", *args], expect_pass=False)
+            assert "column 'code' string -> int among the rows it selected" in result.message
+            assert tree_digest(landing_zone) == before
+        [result] = run_dbt(["run", "--vars", "{osc: sync_all_columns, openmirror_reconcile: true}"])
+        assert result.adapter_response["mode"] == "rebuild"
+        folder = self.check(project, warehouse, landing_zone, tmp_path)
+        assert str(pq.read_schema(data_files(folder)[-1]).field("code").type) == "int32"
 
 
 class TestSourceWrittenDuringARunInFull(Incremental):
@@ -256,3 +291,55 @@ class TestSourceWrittenDuringARunInFull(Incremental):
         assert response["deletes"] == 1
         monkeypatch.undo()
         self.check(project, warehouse, landing_zone, tmp_path)
+
+
+HELD_MODEL = """
+{{ config(materialized='open_mirror', unique_key='id', delete_flag='deleted', publish='after_tests') }}
+select * from {{ target.schema }}.src
+{% if is_incremental() %}
+where updated_at > (select max(updated_at) from {{ this }})
+{% endif %}
+"""
+
+
+def _die_before_the_end(held_changes, results, graph):
+    """The invocation dies before its on-run-end hook: its held changes are neither published nor
+    discarded, and their leases lapse (released here, as a takeover would find them)."""
+    with held_changes._lock:
+        held, held_changes._held = held_changes._held, []
+    for change in held:
+        change.heartbeat.stop()
+        held_changes.context.leases.release(change.lease)
+    return []
+
+
+class TestAHeldFirstPublishWhoseInvocationDied(Incremental):
+    """The first run of a `publish='after_tests'` model holds its change and dies. The next run
+    discards it, which drops `{{ this }}` (nothing was published before), so its model must not
+    read `{{ this }}`: `is_incremental()` is false and the run publishes its own first load."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": HELD_MODEL}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"on-run-end": ["{{ openmirror_publish_audited(results) }}"]}
+
+    def test_the_next_run_runs_in_full_and_publishes_once(self, project, warehouse, landing_zone, tmp_path):
+        from dbt.adapters.openmirror.run.held_changes import HeldChanges
+
+        set_source(warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'b', 1, false)"))
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(HeldChanges, "finish", _die_before_the_end)
+            run_dbt(["build"])
+        folder = table_folder(landing_zone, project.test_schema, "orders")
+        assert file_markers(folder) == []  # held, never published
+        set_source(
+            warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, false)")
+        )
+        [result] = [r for r in run_dbt(["build"]) if r.node.name == "orders"]
+        assert result.adapter_response["mode"] == "initial"
+        assert "max(updated_at)" not in result.node.compiled_code
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert file_markers(folder) == [[0, 0, 0]]

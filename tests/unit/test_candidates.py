@@ -21,6 +21,7 @@ RECORDED = SnapshotRecord("s.schema/t", 3, "run-3")
     [
         (None, False, False, 0, False),  # first run, or a snapshot this adapter did not record
         (RECORDED, False, False, 0, True),
+        (SnapshotRecord("s.schema/t", 3, "run-3", held=True), False, False, 0, False),  # a dead run's held change
         (RECORDED, True, False, 0, False),
         (RECORDED, False, True, 0, False),
         (RECORDED, False, False, 1, False),  # every run in full

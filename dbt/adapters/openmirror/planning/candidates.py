@@ -22,8 +22,10 @@ def selects_candidates(
     reconcile_every: int,
 ) -> bool:
     """`is_incremental()` for an `open_mirror` model. `reconcile_every` N runs the model in full
-    every Nth run (0: only when asked with the `openmirror_reconcile` var)."""
-    if snapshot is None or full_refresh or reconcile:
+    every Nth run (0: only when asked with the `openmirror_reconcile` var). A snapshot holding a
+    change for its tests is one an invocation left when it died before its end: the run discards
+    it before the model is built (dropping it on a first publish), so the model cannot read it."""
+    if snapshot is None or snapshot.held or full_refresh or reconcile:
         return False
     return not (reconcile_every and snapshot.candidate_runs + 1 >= reconcile_every)
 

@@ -74,6 +74,31 @@ def _as_published(column: ColumnSpec, spelling: dict[str, str]) -> ColumnSpec:
     return column if published == column.name else replace(column, published_as=published)
 
 
+def retyped_columns(previous: Sequence[ColumnSpec], current: Sequence[ColumnSpec]) -> list[tuple[str, str, str]]:
+    """(name, published type before, now) of the columns both have whose published type changed."""
+    by_name = {c.name.lower(): c for c in previous}
+    return [
+        (c.name, by_name[c.name.lower()].published_type, c.published_type)
+        for c in current
+        if c.name.lower() in by_name and by_name[c.name.lower()].published_type != c.published_type
+    ]
+
+
+def check_candidate_types(model: str, previous: Sequence[ColumnSpec], candidates: Sequence[ColumnSpec]) -> None:
+    """A candidate run merges what the model selected into the snapshot, whose other rows keep
+    their types: a column whose type changed among the candidates cannot be published that way
+    (the merge would cast one side to the other), whatever `on_schema_change` says."""
+    retyped = retyped_columns(previous, candidates)
+    if retyped:
+        raise SchemaChangeError(
+            f"Model '{model}': {_describe(retyped)} among the rows it selected (is_incremental() was true). "
+            "The snapshot's other rows keep the old type, so a run that selects candidates cannot "
+            "publish the new one. Run the model in full: a reconcile run (--vars "
+            "'{openmirror_reconcile: true}') with on_schema_change='sync_all_columns' rebuilds the "
+            "mirrored table in the new type, as does --full-refresh. Nothing was published."
+        )
+
+
 def plan_schema(
     model: str,
     previous: Sequence[ColumnSpec] | None,
@@ -94,11 +119,7 @@ def plan_schema(
     current_names = {c.name.lower() for c in current}
     added = [c for c in current if c.name.lower() not in by_name]
     removed = [_as_published(c, spelling) for c in previous if c.name.lower() not in current_names]
-    retyped = [
-        (c.name, by_name[c.name.lower()].published_type, c.published_type)
-        for c in current
-        if c.name.lower() in by_name and by_name[c.name.lower()].published_type != c.published_type
-    ]
+    retyped = retyped_columns(previous, current)
     published = [_as_published(c, spelling) for c in current]
     respelled = [(c.published_name, c.name) for c in published if c.published_name != c.name]
     if not (added or removed or retyped or respelled):

@@ -39,7 +39,12 @@ from dbt.adapters.openmirror.planning.run_plan import (
     plan_run,
     snapshot_properties,
 )
-from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.planning.schema_plan import (
+    ColumnSpec,
+    check_candidate_types,
+    check_reserved_names,
+    plan_schema,
+)
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
 from dbt.adapters.openmirror.publishing.publisher import PendingPublish, PublishedFiles, TableFolderState
 from dbt.adapters.openmirror.publishing.recovery import Recovery
@@ -171,6 +176,8 @@ class MirrorRun:
             candidates = self._select_candidates(existing, snapshot)
             if self.empty:
                 return self._check_empty(existing, candidates, previous_columns)
+            if self.candidates and previous_columns is not None:
+                check_candidate_types(self.mirror.model, previous_columns, candidates.published_columns)
             if self._overlays(snapshot) and existing is not None and snapshot is not None:
                 state = self.context.publisher.table_state(self.mirror.table_folder)
                 overlay = SnapshotOverlay(self._diff(), snapshot, existing)
