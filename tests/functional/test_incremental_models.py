@@ -140,6 +140,7 @@ class TestBadCandidates(Incremental):
         message = results[0].message
         assert "Model 'orders': unique_key ['id'] is not unique: id=2 appears in 2 rows" in message
         assert tree_digest(landing_zone) == before
+        assert self.tables(project) == ["orders", "orders__om_hashes", "src"]  # no work table left
 
     def test_a_flag_that_is_not_boolean_is_refused(self, project, warehouse, landing_zone):
         before = tree_digest(landing_zone)
@@ -148,9 +149,15 @@ class TestBadCandidates(Incremental):
             project.test_schema,
             "select id, name, updated_at, 1 as deleted from values (5, 'e', 3, 0) as t(id, name, updated_at, x)",
         )
-        results = run_dbt(["run"], expect_pass=False)
-        assert "delete_flag column 'deleted' is int, not boolean" in results[0].message
-        assert tree_digest(landing_zone) == before
+        for args in ([], ["--empty"]):
+            results = run_dbt(["run", *args], expect_pass=False)
+            assert "delete_flag column 'deleted' is int, not boolean" in results[0].message
+            assert tree_digest(landing_zone) == before
+            assert self.tables(project) == ["orders", "orders__om_hashes", "src"]
+
+    @staticmethod
+    def tables(project) -> list[str]:
+        return sorted(row[1] for row in project.run_sql(f"show tables in {project.test_schema}", fetch="all"))
 
 
 class TestEmptyRunsOfAFlaggedModel(Incremental):

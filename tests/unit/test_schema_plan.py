@@ -1,7 +1,14 @@
+import re
+
 import pytest
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
-from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.planning.schema_plan import (
+    ColumnSpec,
+    check_candidate_types,
+    check_reserved_names,
+    plan_schema,
+)
 
 ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
 
@@ -103,3 +110,18 @@ def test_the_row_marker_and_internal_names_are_reserved(name):
     with pytest.raises(SchemaChangeError, match=f"Model 'm': the output has a column '{name}'"):
         check_reserved_names("m", ["id", name])
     check_reserved_names("m", ["id", "rowMarker", "__open"])
+
+
+def test_candidates_keep_every_type_of_the_snapshot_they_merge_into():
+    """A candidate run merges its rows into the snapshot with a `union all`, which matches
+    columns by position: a struct whose fields changed (published as the same JSON text type) or
+    a scalar type change would take the snapshot's names or type."""
+    previous = [ColumnSpec("id", "int"), ColumnSpec("attrs", "struct<a:int>"), ColumnSpec("code", "string")]
+    check_candidate_types("m", previous, [ColumnSpec("ID", "int"), *previous[1:]])
+    for changed, described in [
+        (ColumnSpec("attrs", "struct<b:int>"), "column 'attrs' struct<a:int> -> struct<b:int>"),
+        (ColumnSpec("code", "int"), "column 'code' string -> int"),
+    ]:
+        candidates = [changed if c.name == changed.name else c for c in previous]
+        with pytest.raises(SchemaChangeError, match=f"Model 'm': {re.escape(described)} among the rows it selected"):
+            check_candidate_types("m", previous, candidates)

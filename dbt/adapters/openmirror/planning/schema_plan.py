@@ -74,21 +74,29 @@ def _as_published(column: ColumnSpec, spelling: dict[str, str]) -> ColumnSpec:
     return column if published == column.name else replace(column, published_as=published)
 
 
-def retyped_columns(previous: Sequence[ColumnSpec], current: Sequence[ColumnSpec]) -> list[tuple[str, str, str]]:
-    """(name, published type before, now) of the columns both have whose published type changed."""
+def retyped_columns(
+    previous: Sequence[ColumnSpec], current: Sequence[ColumnSpec], published: bool = True
+) -> list[tuple[str, str, str]]:
+    """(name, type before, now) of the columns both have whose published type changed (or, with
+    `published=False`, whose Spark type did: a struct's fields, which publish as the same text)."""
+
+    def kind(column: ColumnSpec) -> str:
+        return column.published_type if published else column.data_type.strip().lower()
+
     by_name = {c.name.lower(): c for c in previous}
     return [
-        (c.name, by_name[c.name.lower()].published_type, c.published_type)
+        (c.name, kind(by_name[c.name.lower()]), kind(c))
         for c in current
-        if c.name.lower() in by_name and by_name[c.name.lower()].published_type != c.published_type
+        if c.name.lower() in by_name and kind(by_name[c.name.lower()]) != kind(c)
     ]
 
 
 def check_candidate_types(model: str, previous: Sequence[ColumnSpec], candidates: Sequence[ColumnSpec]) -> None:
     """A candidate run merges what the model selected into the snapshot, whose other rows keep
-    their types: a column whose type changed among the candidates cannot be published that way
-    (the merge would cast one side to the other), whatever `on_schema_change` says."""
-    retyped = retyped_columns(previous, candidates)
+    their types, with a `union all` that matches columns by position: a column whose Spark type
+    changed among the candidates (a scalar type, a struct's fields) would take the snapshot's type
+    or field names, whatever `on_schema_change` says."""
+    retyped = retyped_columns(previous, candidates, published=False)
     if retyped:
         raise SchemaChangeError(
             f"Model '{model}': {_describe(retyped)} among the rows it selected (is_incremental() was true). "

@@ -340,11 +340,31 @@ class MirrorRun:
         return self.context.catalog.find(self.relations.target) or self.relations.target
 
     def close(self) -> None:
-        """The model ended (also when it failed): its lease and local staging folders go."""
+        """The model ended (also when it failed): its lease, local staging folders and leftover
+        work tables go."""
         self.release_lease()
         staged, self._staging = self._staging, []
         for staging in staged:
             discard_local(staging)
+        self._drop_leftovers()
+
+    def _drop_leftovers(self) -> None:
+        """A run that failed leaves what it built so far. The rows the model selected are never
+        needed once the run ended, and nothing a run that publishes nothing built is (its names
+        are its own, so no publishing run would ever drop them); the output and key hashes of a
+        publishing run stay for recovery. Only tables dbt's cache knows are dropped: no statement
+        runs when there are none."""
+        relations, catalog = self.relations, self.context.catalog
+        leftovers = [relations.model_output]
+        if not self.publishes:
+            leftovers += [relations.new_output, relations.new_hashes, relations.changes]
+        for relation in leftovers:
+            try:
+                found = catalog.find(relation)
+                if found is not None:
+                    catalog.drop(found)
+            except Exception as exc:  # the run's own outcome matters more; a later run drops it
+                self.context.debug(f"Model '{self.mirror.model}': could not drop {relation}: {exc}")
 
     # -- one publisher per table: lease and recovery ---------------------------------------------
 
