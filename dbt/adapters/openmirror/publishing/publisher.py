@@ -309,9 +309,10 @@ class Publisher:
             return (
                 f"{folder} is missing file {data_file_name(missing)}: {data_file_name(first_waiting)} "
                 "before it still waits there unprocessed, and the mirror applies files in order, so "
-                "it cannot have processed and cleaned up the later one; someone deleted or moved it, "
-                "and the mirror would wait behind the gap for ever. Nothing was published. Put the "
-                "file back, or run with --full-refresh to rebuild the table from the model."
+                "it cannot have processed and cleaned up the later one; someone deleted or moved it "
+                f"(or edited {PUBLISH_RECORD_FILE}), and the mirror would wait behind the gap for ever. "
+                "Nothing was published. Put the file back, or run with --full-refresh to rebuild the "
+                "table from the model."
             )
         return None
 
