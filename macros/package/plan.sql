@@ -209,6 +209,25 @@
   {{ return(none) }}
 {%- endmacro -%}
 
+{#- Why the snapshot's columns (`previous`) are not the ones it records as published
+    (`published_names`, none: not recorded), or '' when they are: run_plan._columns_altered's rule. -#}
+{%- macro openmirror_columns_altered(published_names, previous) -%}
+  {%- if published_names is none or previous is none -%}
+    {{ return('') }}
+  {%- endif -%}
+  {%- set recorded = published_names | map('lower') | list -%}
+  {%- set found = previous | map(attribute='name') | map('lower') | list -%}
+  {%- set added, dropped = [], [] -%}
+  {%- for column in previous if column.name | lower not in recorded -%}{%- do added.append(column.name) -%}{%- endfor -%}
+  {%- for name in published_names if name | lower not in found -%}{%- do dropped.append(name) -%}{%- endfor -%}
+  {%- if not (added or dropped) -%}
+    {{ return('') }}
+  {%- endif -%}
+  {%- set changes = (["added " ~ added] if added else []) + (["dropped " ~ dropped] if dropped else []) -%}
+  {{ return("the snapshot's columns were changed outside dbt-openmirror's runs (" ~ changes | join(', ')
+      ~ "), so it no longer records what the mirror holds") }}
+{%- endmacro -%}
+
 {#- How a run stages, from `{{ this }}`'s properties (`snapshot`, none without `{{ this }}`) alone:
     {'load': 'full' or 'incremental', 'reason', 'plan' (openmirror_schema_plan), 'key_columns'
     (as the table declares them)}. run_plan.plan_run's rules, but for the table folder's: dbt
@@ -245,6 +264,10 @@
         ~ settings.landing_zone ~ '/' ~ settings.table_folder)) }}
   {%- elif table_folder != settings.table_folder -%}
     {{ return(dict(full, reason='the snapshot was published to ' ~ table_folder ~ ', not ' ~ settings.table_folder)) }}
+  {%- endif -%}
+  {%- set altered = om.openmirror_columns_altered(published_names, previous) -%}
+  {%- if altered -%}
+    {{ return(dict(full, reason=altered)) }}
   {%- endif -%}
   {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change, published_names) -%}
   {%- if plan.rebuild_reason -%}

@@ -418,6 +418,10 @@ RUN_PLAN_CASES = [
     (_history(published="[1, 2]"), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
     (_history(published="not json"), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
     (_history(published='{"id": "id"}'), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
+    # {{ this }}'s columns altered by hand: a column added, one dropped, one respelled in case only.
+    (_history(), False, ["id"], [ID, NAME, SCORE], [ID, NAME, SCORE], "append_new_columns"),
+    (_history(), False, ["id"], [ID], [ID, NAME], "append_new_columns"),
+    (_history(published=("id", "NAME")), False, ["id"], [ID, NAME], [ID, NAME], "append_new_columns"),
 ]
 
 
