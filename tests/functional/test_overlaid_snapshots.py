@@ -5,6 +5,7 @@ on it) holds it, and a run in full folds the overlay back into a plain table."""
 
 from functools import partial
 
+import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
@@ -12,7 +13,16 @@ from dbt.adapters.openmirror.planning import overlay
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
 from tests.functional.test_incremental_models import MODEL, RECONCILE, Incremental, _source
 from tests.functional.test_publish_modes import HOOK
-from tests.support.mirror import file_markers, model_output, set_source, tree_digest
+from tests.support.mirror import (
+    assert_mirror_equals,
+    data_files,
+    file_markers,
+    findings_for,
+    model_output,
+    set_source,
+    table_folder,
+    tree_digest,
+)
 
 DOWNSTREAM = "select count(*) as orders, sum(updated_at) as stamps from {{ ref('orders') }}"
 TESTS = """
@@ -296,6 +306,40 @@ class TestCandidatesAsPublished(Overlaid):
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder)[-1] == [1]
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+
+class TestARespelledColumnStillOverlays(Overlaid):
+    """A model that respells a column in case only (`name` -> `NAME`) keeps publishing it under
+    the mirror's spelling, with a warning; its candidate runs still overlay the snapshot instead of
+    rewriting it, and `{{ this }}` takes the model's spelling."""
+
+    def test_candidate_runs_overlay(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
+        folder = table_folder(landing_zone, schema, "orders")
+        respelled = (
+            "select id, name as NAME, updated_at, cast(deleted as boolean) as deleted from values {}"
+            " as t(id, name, updated_at, deleted)"
+        )
+        for rows, changed in [
+            ("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)", {2: True}),
+            ("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 3, true), (4, 'd', 3, false)", {3: True, 4: False}),
+        ]:
+            set_source(warehouse, schema, respelled.format(rows))
+            [result] = run_dbt(["run"])
+            assert "column 'NAME' is published as 'name'" in " ".join(result.adapter_response["warnings"])
+            assert self.layers(warehouse, schema)["orders"] == "view"
+            assert set(changed.items()) <= set(self.overlay_keys(warehouse, schema).items())
+            live = f"from {schema}.src where not deleted"
+            assert_mirror_equals(warehouse, folder, f"select id, name, updated_at {live}")
+            assert model_output(warehouse, f"select * from {schema}.orders") == model_output(
+                warehouse, f"select id, name as NAME, updated_at {live}"
+            )
+            assert findings_for(landing_zone, folder) == []
+        assert {tuple(pq.read_schema(path).names) for path in data_files(folder)} <= {
+            ("id", "name", "updated_at"),
+            ("id", "name", "updated_at", "__rowMarker__"),
+        }
 
 
 HELD_MODEL = MODEL.replace("reconcile_every=var('reconcile_every', none)", "publish=var('publish')")

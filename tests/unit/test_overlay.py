@@ -73,7 +73,8 @@ def facts(**changes):
         ({"plan": RunPlan(REBUILD, "the table folder was missing", SchemaPlan(COLUMNS), ["id"])}, "full load"),
         ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, added=[ColumnSpec("x", "int")]), ["id"])}, "columns"),
         ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, kept=[ColumnSpec("x", "int")]), ["id"])}, "columns"),
-        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, respelled=[("Name", "name")]), ["id"])}, "columns"),
+        # Respelled in case only: the same column to Spark, published under the mirror's spelling.
+        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, respelled=[("Name", "name")]), ["id"])}, None),
         ({"hashes_usable": False}, "key hashes"),
         ({"overlay_rows": 450_000}, "more than 500000"),
         ({"overlay_rows": 300_000}, None),

@@ -70,7 +70,9 @@ def overlay_refusal(facts: OverlayFacts) -> str | None:
     if plan.mode != INCREMENTAL:
         return f"the run is a full load ({plan.reason})"
     schema = plan.schema
-    if schema.kept or schema.added or schema.ignored or schema.respelled:
+    # A column respelled in case only is the same column to Spark's reads of the view, and the
+    # change rows publish it under the mirror's spelling: the snapshot keeps the model's.
+    if schema.kept or schema.added or schema.ignored:
         return "the model's columns changed"
     if not facts.hashes_usable:
         return "the snapshot's key hashes do not cover this run's columns"

@@ -283,6 +283,7 @@ class MirrorRun:
         if refusal is not None:
             self.context.debug(f"Model '{self.mirror.model}': merging the candidates into a complete table: {refusal}")
             return None
+        self._warn_respelled(plan)
         if facts.candidate_rows == 0:
             return self._count_run_without_change(overlay, candidates, plan)
         self._key_columns(columns)
@@ -539,14 +540,17 @@ class MirrorRun:
         if plan.unexpected:
             action = "rebuilding" if plan.mode == REBUILD else "loading in full"
             self._warn(f"Model '{mirror.model}': {action} {mirror.table_folder}: {plan.reason}")
+        self._warn_respelled(plan)
+        return plan
+
+    def _warn_respelled(self, plan: RunPlan) -> None:
         for published, spelled in plan.schema.respelled:
             self._warn(
-                f"Model '{mirror.model}': column '{spelled}' is published as '{published}', the "
+                f"Model '{self.mirror.model}': column '{spelled}' is published as '{published}', the "
                 "spelling the mirrored table has (column names are case-insensitive there and a "
                 "table holds one spelling); on_schema_change='sync_all_columns' rebuilds the table "
                 "to take the new spelling"
             )
-        return plan
 
     def _drop_ignored_columns(self, plan: RunPlan) -> None:
         """With on_schema_change='ignore' the snapshot keeps only the published columns."""
