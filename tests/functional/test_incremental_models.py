@@ -10,7 +10,9 @@ import pytest
 from dbt.tests.util import run_dbt
 from pyspark.sql import SparkSession
 
+from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.statements import AdapterStatements
+from tests.functional.test_publish_modes import HOOK
 from tests.support.mirror import (
     assert_local_mirror_equals,
     assert_mirror_equals,
@@ -18,6 +20,7 @@ from tests.support.mirror import (
     file_markers,
     findings_for,
     model_output,
+    relations,
     set_source,
     table_folder,
     tree_digest,
@@ -140,7 +143,7 @@ class TestBadCandidates(Incremental):
         message = results[0].message
         assert "Model 'orders': unique_key ['id'] is not unique: id=2 appears in 2 rows" in message
         assert tree_digest(landing_zone) == before
-        assert self.tables(project) == ["orders", "orders__om_hashes", "src"]  # no work table left
+        assert sorted(relations(warehouse, project.test_schema)) == ["orders", "orders__om_hashes", "src"]
 
     def test_a_flag_that_is_not_boolean_is_refused(self, project, warehouse, landing_zone):
         before = tree_digest(landing_zone)
@@ -153,13 +156,7 @@ class TestBadCandidates(Incremental):
             results = run_dbt(["run", *args], expect_pass=False)
             assert "delete_flag column 'deleted' is int, not boolean" in results[0].message
             assert tree_digest(landing_zone) == before
-            assert self.tables(project) == ["orders", "orders__om_hashes", "src"]
-
-    @staticmethod
-    def tables(project) -> list[str]:
-        """The schema's tables and views (not the session's temporary views, which it lists too)."""
-        rows = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
-        return sorted(row[1] for row in rows if not row[2])
+            assert sorted(relations(warehouse, project.test_schema)) == ["orders", "orders__om_hashes", "src"]
 
 
 class TestEmptyRunsOfAFlaggedModel(Incremental):
@@ -333,11 +330,9 @@ class TestAHeldFirstPublishWhoseInvocationDied(Incremental):
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {"on-run-end": ["{{ openmirror_publish_audited(results) }}"]}
+        return HOOK
 
     def test_the_next_run_runs_in_full_and_publishes_once(self, project, warehouse, landing_zone, tmp_path):
-        from dbt.adapters.openmirror.run.held_changes import HeldChanges
-
         set_source(warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'b', 1, false)"))
         with pytest.MonkeyPatch.context() as patched:
             patched.setattr(HeldChanges, "finish", _die_before_the_end)

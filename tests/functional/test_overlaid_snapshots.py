@@ -19,6 +19,7 @@ from tests.support.mirror import (
     file_markers,
     findings_for,
     model_output,
+    relations,
     set_source,
     table_folder,
     tree_digest,
@@ -33,17 +34,6 @@ models:
       - name: id
         tests: [unique, not_null]
 """
-
-
-def relations(warehouse, schema: str) -> dict[str, str]:
-    """The schema's relations by name: 'table' or 'view'."""
-    run_sql = warehouse.project.run_sql
-    views = {row[1] for row in run_sql(f"show views in {schema}", fetch="all")}
-    return {
-        row[1]: "view" if row[1] in views else "table"
-        for row in run_sql(f"show tables in {schema}", fetch="all")
-        if not row[2]
-    }
 
 
 class Overlaid(Incremental):

@@ -117,6 +117,17 @@ def marked_files(folder: Path) -> list[bool]:
     return ["__rowMarker__" in pq.read_schema(path).names for path in data_files(folder)]
 
 
+def relations(warehouse, schema: str) -> dict[str, str]:
+    """The schema's relations by name: 'table' or 'view'."""
+    run_sql = warehouse.project.run_sql
+    views = {row[1] for row in run_sql(f"show views in {schema}", fetch="all")}
+    return {
+        row[1]: "view" if row[1] in views else "table"
+        for row in run_sql(f"show tables in {schema}", fetch="all")
+        if not row[2]
+    }
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """Every file under `root` with a hash of its bytes: equal digests mean nothing changed."""
     if not root.exists():

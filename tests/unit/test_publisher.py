@@ -415,11 +415,15 @@ def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):
     assert (state.last_sequence_number, state.folder_conflict) == (2, None)
 
 
-@pytest.mark.parametrize("deleted", [2, 3])
-def test_a_file_missing_behind_one_the_mirror_has_not_processed_is_an_error(storage, deleted):
-    for _ in range(3):
+def publish_one_file_each(storage, runs):
+    for _ in range(runs):
         stage(storage, 1)
         publish(storage, 1, last=Publisher(storage).table_state(TABLE).last_sequence_number)
+
+
+@pytest.mark.parametrize("deleted", [2, 3])
+def test_a_file_missing_behind_one_the_mirror_has_not_processed_is_an_error(storage, deleted):
+    publish_one_file_each(storage, 3)
     # File 1 still waits in the folder, so the mirror cannot have processed (and purged) the
     # file deleted after it: the middle one, or the newest, which the record still counts.
     (storage.root / TABLE / f"{deleted:020d}.parquet").unlink()
@@ -430,9 +434,7 @@ def test_a_file_missing_behind_one_the_mirror_has_not_processed_is_an_error(stor
 
 
 def test_files_moved_to_the_processed_folders_leave_no_gap(storage):
-    for _ in range(3):
-        stage(storage, 1)
-        publish(storage, 1, last=Publisher(storage).table_state(TABLE).last_sequence_number)
+    publish_one_file_each(storage, 3)
     processed = storage.root / TABLE / "_ProcessedFiles"
     processed.mkdir()
     (storage.root / TABLE / "00000000000000000001.parquet").rename(processed / "00000000000000000001.parquet")

@@ -220,9 +220,9 @@ def _columns_altered(snapshot: SnapshotRecord | None, columns: Sequence[ColumnSp
         return None
     added = [column.name for column in columns if column.name.lower() not in published]
     dropped = [name for name in snapshot.published_columns if name.lower() not in found]
-    changes = [f"added {added}" if added else "", f"dropped {dropped}" if dropped else ""]
+    changes = ([f"added {added}"] if added else []) + ([f"dropped {dropped}"] if dropped else [])
     return (
-        f"the snapshot's columns were changed outside dbt-openmirror's runs ({', '.join(c for c in changes if c)}), "
+        f"the snapshot's columns were changed outside dbt-openmirror's runs ({', '.join(changes)}), "
         "so it no longer records what the mirror holds"
     )
 

@@ -267,7 +267,7 @@ class Publisher:
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         conflict = None
         if pending is None:  # an unfinished publish is recovery's to settle first
-            conflict = self._folder_conflict(table_folder, where, metadata, waiting, names, found, record)
+            conflict = self._folder_conflict(table_folder, metadata, waiting, names, found, record.last_sequence_number)
         # The service purges processed files after a while; our record still knows the number.
         return TableFolderState(
             True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
@@ -276,24 +276,24 @@ class Publisher:
     def _folder_conflict(
         self,
         table_folder: str,
-        where: str,
         metadata: TableMetadata | None,
         waiting: Sequence[str],
         names: set[str],
         found: int,
-        record: PublishRecord,
+        recorded: int,
     ) -> str | None:
         """Why the next file published into the folder would not be applied as the last one
-        after what we published (None: it would be)."""
+        after what we published up to `recorded` (None: it would be); `found` is the highest
+        number among `names`."""
         folder = f"{self.storage.location}/{table_folder}"
-        if metadata is not None and metadata.contract_differences():
+        differences = metadata.contract_differences() if metadata is not None else []
+        if differences:
             return (
-                f"{where} declares {', '.join(metadata.contract_differences())}, so the mirror would not "
+                f"{folder}/{METADATA_FILE} declares {', '.join(differences)}, so the mirror would not "
                 "apply the Parquet files dbt-openmirror names by number in that order, or at all. "
                 "dbt-openmirror writes that file with keyColumns only; someone else rewrote it. Nothing "
                 "was published. Restore it, or run with --full-refresh to rebuild the table from the model."
             )
-        recorded = record.last_sequence_number
         if found > recorded:
             return (
                 f"{folder} holds file {data_file_name(found)} but dbt-openmirror's record "
