@@ -418,3 +418,40 @@ class TestCompositeKeyOverlay(Overlaid):
         [anti_join] = [line for line in plan.splitlines() if "LeftAnti" in line]
         probe_keys = anti_join.split("[", 1)[1].split("]", 1)[0]  # the join keys of the probed side
         assert probe_keys.startswith("xxhash64(") and probe_keys.count("xxhash64") == 1
+
+
+class TestADroppedColumnStillOverlays(Overlaid):
+    """A column the model stops returning stays in the mirror and in `{{ this }}` as NULL
+    (`append_new_columns`). The candidate run that drops it merges into a complete table once;
+    later candidate runs overlay the snapshot again, carrying the dropped column as NULL, instead
+    of rewriting the table on every run."""
+
+    def test_later_candidate_runs_overlay(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        with_region = (
+            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region"
+            " from values {} as t(id, name, updated_at, deleted)"
+        )
+        set_source(warehouse, schema, with_region.format("(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"))
+        run_dbt(["run"])
+        folder = table_folder(landing_zone, schema, "orders")
+        live = f"from {schema}.src where not deleted"
+        for rows, layout in [
+            ("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)", "table"),
+            ("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 3, true), (4, 'd', 3, false)", "view"),
+            ("(1, 'a', 1, false), (2, 'B2', 4, false), (4, 'd', 3, false), (5, 'e', 4, false)", "view"),
+        ]:
+            self.publish(project, warehouse, rows)
+            assert self.layers(warehouse, schema)["orders"] == layout
+            snapshot = model_output(warehouse, f"select * from {schema}.orders")
+            assert_mirror_equals(warehouse, folder, f"select * from {schema}.orders")
+            live_ids = [row["id"] for row in model_output(warehouse, f"select id {live}")]
+            assert [row["id"] for row in snapshot] == live_ids
+            assert findings_for(landing_zone, folder) == []
+        # The dropped column is NULL on every row, the base's and the overlay's, in the mirror too.
+        assert model_output(warehouse, f"select id, region from {schema}.orders") == [
+            {"id": id, "region": None} for id in (1, 2, 4, 5)
+        ]
+        assert {tuple(pq.read_schema(path).names) for path in data_files(folder)[1:]} == {
+            ("id", "name", "updated_at", "region", "__rowMarker__")
+        }

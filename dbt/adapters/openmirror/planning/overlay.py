@@ -71,8 +71,10 @@ def overlay_refusal(facts: OverlayFacts) -> str | None:
         return f"the run is a full load ({plan.reason})"
     schema = plan.schema
     # A column respelled in case only is the same column to Spark's reads of the view, and the
-    # change rows publish it under the mirror's spelling: the snapshot keeps the model's.
-    if schema.kept or schema.added or schema.ignored:
+    # change rows publish it under the mirror's spelling: the snapshot keeps the model's. A kept
+    # column (dropped by the model) is NULL in the overlay's rows and change rows, as in the
+    # base's since the run that dropped it (that run merged: its hashes covered the column).
+    if schema.added or schema.ignored:
         return "the model's columns changed"
     if not facts.hashes_usable:
         return "the snapshot's key hashes do not cover this run's columns"

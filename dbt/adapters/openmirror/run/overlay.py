@@ -155,7 +155,7 @@ class SnapshotOverlay:
             new_relation=str(candidates.relation),
             changes=str(changes),
             columns=plan.schema.columns,
-            kept=[],
+            kept=plan.schema.kept,
             key_columns=key_columns,
             change_markers=mirror.change_markers,
             position=mirror.row_marker_position,
