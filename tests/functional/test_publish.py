@@ -261,3 +261,19 @@ class TestSnapshotAndFolderDisagree:
         assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         assert findings_for(landing_zone, folder) == []
+
+    def test_a_deleted_metadata_file_still_holds_the_table_to_its_key(self, project, warehouse, landing_zone):
+        """The key we declared is in our record too: with `_metadata.json` deleted, a changed
+        `unique_key` is still refused, and the next file published declares the key again first."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        (folder / "_metadata.json").unlink()
+        left = tree_digest(folder)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 12) {COLUMNS}")
+        [result] = run_dbt(["run", "--vars", "{key: name}"], expect_pass=False)
+        assert "unique_key is now ['name']" in result.message and "keyColumns ['id']" in result.message
+        assert tree_digest(folder) == left
+        _publish(project, warehouse, f"select * from values (1, 'a', 12) {COLUMNS}")
+        assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+        assert findings_for(landing_zone, folder) == []

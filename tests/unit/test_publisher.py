@@ -474,6 +474,17 @@ def test_a_metadata_file_rewritten_to_another_contract_is_an_error(storage, cont
     assert Publisher(storage).table_state(TABLE).folder_conflict is None  # changes no result
 
 
+def test_a_deleted_metadata_file_leaves_the_recorded_key_declared_and_is_written_back(storage):
+    stage(storage, 1)
+    publish(storage, 1)
+    path = storage.root / TABLE / "_metadata.json"
+    path.unlink()
+    assert Publisher(storage).table_state(TABLE).key_columns == ["id"]
+    stage(storage, 1)
+    publish(storage, 1, last=1)
+    assert json.loads(path.read_text()) == {"keyColumns": ["id"]}
+
+
 def test_abandoning_after_renames_records_the_numbers_it_published(storage):
     publisher, pending, run = journaled_second_publish(storage, 2, 3)
     storage.rename_create_only(*_final(pending.files[0]))

@@ -264,6 +264,8 @@ class Publisher:
         record = self.read_record(table_folder)
         if record is None:
             return TableFolderState(True, keys, found)
+        if keys is None:  # `_metadata.json` deleted: the key we declared still holds (complete() writes it back)
+            keys = list(record.key_columns)
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         conflict = None
         if pending is None:  # an unfinished publish is recovery's to settle first
