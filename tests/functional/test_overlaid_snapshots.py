@@ -455,3 +455,32 @@ class TestADroppedColumnStillOverlays(Overlaid):
         assert {tuple(pq.read_schema(path).names) for path in data_files(folder)[1:]} == {
             ("id", "name", "updated_at", "region", "__rowMarker__")
         }
+
+
+IGNORING_MODEL = MODEL.replace("delete_flag='deleted',", "delete_flag='deleted', on_schema_change='ignore',")
+
+
+class TestAnIgnoredColumnStillOverlays(Overlaid):
+    """With `on_schema_change='ignore'` a column the model starts returning is neither published
+    nor kept in the snapshot, so every later run finds it new again: candidate runs overlay the
+    snapshot all the same, instead of rewriting the table on every run."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": IGNORING_MODEL}
+
+    def test_candidate_runs_overlay(self, project, warehouse, landing_zone, tmp_path):
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
+        with_region = (
+            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region"
+            " from values {} as t(id, name, updated_at, deleted)"
+        )
+        for rows in [
+            "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)",
+            "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 3, true), (4, 'd', 3, false)",
+        ]:
+            set_source(warehouse, schema, with_region.format(rows))
+            run_dbt(["run"])
+            assert self.layers(warehouse, schema)["orders"] == "view"
+            self.check(project, warehouse, landing_zone, tmp_path)

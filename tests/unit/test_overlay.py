@@ -71,8 +71,8 @@ def facts(**changes):
     [
         ({}, None),
         ({"plan": RunPlan(REBUILD, "the table folder was missing", SchemaPlan(COLUMNS), ["id"])}, "full load"),
-        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, added=[ColumnSpec("x", "int")]), ["id"])}, "columns"),
-        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, ignored=[ColumnSpec("x", "int")]), ["id"])}, "columns"),
+        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, added=[ColumnSpec("x", "int")]), ["id"])}, "added"),
+        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, ignored=[ColumnSpec("x", "int")]), ["id"])}, None),
         # Dropped before (NULL in every row since): overlays carry it as NULL. The run that drops
         # it merges, as its key hashes no longer cover this run's columns.
         ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(COLUMNS, kept=[ColumnSpec("x", "int")]), ["id"])}, None),

@@ -70,12 +70,14 @@ def overlay_refusal(facts: OverlayFacts) -> str | None:
     if plan.mode != INCREMENTAL:
         return f"the run is a full load ({plan.reason})"
     schema = plan.schema
+    # Only an added column needs the base's rows rewritten (once: it is the snapshot's after).
     # A column respelled in case only is the same column to Spark's reads of the view, and the
     # change rows publish it under the mirror's spelling: the snapshot keeps the model's. A kept
     # column (dropped by the model) is NULL in the overlay's rows and change rows, as in the
-    # base's since the run that dropped it (that run merged: its hashes covered the column).
-    if schema.added or schema.ignored:
-        return "the model's columns changed"
+    # base's since the run that dropped it (that run merged: its hashes covered the column). An
+    # ignored column is in neither the snapshot nor the overlay, and new to every run.
+    if schema.added:
+        return "the model added columns"
     if not facts.hashes_usable:
         return "the snapshot's key hashes do not cover this run's columns"
     rows, limit = facts.overlay_rows + facts.candidate_rows, overlay_limit(facts.base_rows)
