@@ -264,7 +264,8 @@ class TestSnapshotAndFolderDisagree:
 
     def test_a_deleted_metadata_file_still_holds_the_table_to_its_key(self, project, warehouse, landing_zone):
         """The key we declared is in our record too: with `_metadata.json` deleted, a changed
-        `unique_key` is still refused, and the next file published declares the key again first."""
+        `unique_key` is still refused, and the next file published declares the key again first;
+        with the file rewritten to another key, that key is refused too."""
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         (folder / "_metadata.json").unlink()
@@ -277,3 +278,11 @@ class TestSnapshotAndFolderDisagree:
         assert json.loads((folder / "_metadata.json").read_text()) == {"keyColumns": ["id"]}
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         assert findings_for(landing_zone, folder) == []
+
+        # Rewritten to another key, it does not make that key the table's either.
+        (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["name"]}))
+        left = tree_digest(folder)
+        set_source(warehouse, schema, f"select * from values (1, 'b', 13) {COLUMNS}")
+        [result] = run_dbt(["run", "--vars", "{key: name}"], expect_pass=False)
+        assert "declares keyColumns ['name'], but dbt-openmirror declared ['id']" in result.message
+        assert tree_digest(folder) == left

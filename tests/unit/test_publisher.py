@@ -474,6 +474,15 @@ def test_a_metadata_file_rewritten_to_another_contract_is_an_error(storage, cont
     assert Publisher(storage).table_state(TABLE).folder_conflict is None  # changes no result
 
 
+@pytest.mark.parametrize("declared", [["other"], ["ID"], [], ["id", "other"]])
+def test_a_metadata_file_rewritten_to_another_key_is_an_error(storage, declared):
+    stage(storage, 1)
+    publish(storage, 1)
+    (storage.root / TABLE / "_metadata.json").write_text(json.dumps({"keyColumns": declared}))
+    conflict = Publisher(storage).table_state(TABLE).folder_conflict
+    assert f"declares keyColumns {declared}" in conflict and "declared ['id']" in conflict
+
+
 def test_a_deleted_metadata_file_leaves_the_recorded_key_declared_and_is_written_back(storage):
     stage(storage, 1)
     publish(storage, 1)

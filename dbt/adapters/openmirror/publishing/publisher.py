@@ -269,7 +269,9 @@ class Publisher:
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         conflict = None
         if pending is None:  # an unfinished publish is recovery's to settle first
-            conflict = self._folder_conflict(table_folder, metadata, waiting, names, found, record.last_sequence_number)
+            conflict = self._folder_conflict(
+                table_folder, metadata, record.key_columns, waiting, names, found, record.last_sequence_number
+            )
         # The service purges processed files after a while; our record still knows the number.
         return TableFolderState(
             True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
@@ -279,14 +281,15 @@ class Publisher:
         self,
         table_folder: str,
         metadata: TableMetadata | None,
+        declared: Sequence[str],
         waiting: Sequence[str],
         names: set[str],
         found: int,
         recorded: int,
     ) -> str | None:
         """Why the next file published into the folder would not be applied as the last one
-        after what we published up to `recorded` (None: it would be); `found` is the highest
-        number among `names`."""
+        after what we published up to `recorded` with the key `declared` (None: it would be);
+        `found` is the highest number among `names`."""
         folder = f"{self.storage.location}/{table_folder}"
         differences = metadata.contract_differences() if metadata is not None else []
         if differences:
@@ -295,6 +298,14 @@ class Publisher:
                 "apply the Parquet files dbt-openmirror names by number in that order, or at all. "
                 "dbt-openmirror writes that file with keyColumns only; someone else rewrote it. Nothing "
                 "was published. Restore it, or run with --full-refresh to rebuild the table from the model."
+            )
+        # Records written before keys were recorded declare none.
+        if metadata is not None and declared and list(metadata.key_columns) != list(declared):
+            return (
+                f"{folder}/{METADATA_FILE} declares keyColumns {list(metadata.key_columns)}, but "
+                f"dbt-openmirror declared {list(declared)} when it loaded the table, and the mirror never "
+                "changes a table's key: someone else rewrote the file. Nothing was published. Restore it, "
+                "or run with --full-refresh to rebuild the table with the model's key."
             )
         if found > recorded:
             return (
