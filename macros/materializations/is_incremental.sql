@@ -8,6 +8,14 @@
   {%- if not execute -%}
     {{ return(false) }}
   {%- endif -%}
+  {%- if model.resource_type == 'unit_test' -%}
+    {#- A unit test must override is_incremental(); dbt checks that when parsing only for models
+        that call its own macro, so this one says it as dbt does (the test has no `this` to ask). -#}
+    {%- set tested = model.tested_node_unique_id.split('.')[2] -%}
+    {{ exceptions.raise_compiler_error("Boolean override for 'is_incremental' must be provided for unit test '"
+        ~ model.name ~ "' in model '" ~ tested ~ "': add `overrides: {macros: {is_incremental: true}}` "
+        ~ "(with a `this` input) or `false` to the unit test.") }}
+  {%- endif -%}
   {%- if model.config.materialized == 'open_mirror' and adapter.type() == 'openmirror' -%}
     {{ return(adapter.openmirror_is_incremental(
         model.name, model.unique_id, this, config, model.unrendered_config,
