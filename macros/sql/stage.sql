@@ -76,9 +76,3 @@ alter table {{ relation }} unset tblproperties if exists ({{ quoted | join(', ')
 alter table {{ relation }} add columns ({{ columns | join(', ') }})
   {%- endif -%}
 {%- endmacro -%}
-
-{#- A copy of `source` with only `columns` (Parquet tables cannot drop columns in place). -#}
-{%- macro openmirror_project_columns_sql(target, source, columns) -%}
-  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-create table {{ target }} using parquet as select {{ om.openmirror_quoted_list(columns) }} from {{ source }}
-{%- endmacro -%}

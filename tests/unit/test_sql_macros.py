@@ -160,12 +160,6 @@ def test_snapshot_record_and_kept_columns():
     )
 
 
-def test_project_columns_copies_only_the_named_columns():
-    assert macros.openmirror_project_columns_sql(target="s.t__p", source="s.t", columns=["id", "my col"]) == (
-        "create table s.t__p using parquet as select `id`, `my col` from s.t"
-    )
-
-
 def test_key_lookalikes_fold_case_and_trailing_spaces_of_string_keys_only():
     grouped = macros.openmirror_key_lookalikes_sql(keys="s.h", key_columns=["id", "code"], string_keys=["code"])
     assert "`id` as `__openmirror_k1`, lower(rtrim(`code`)) as `__openmirror_k2`" in grouped

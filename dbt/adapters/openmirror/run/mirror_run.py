@@ -51,7 +51,7 @@ from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.publishing.staging import Staging, discard_local, land_staged_files, start_staging
 from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_path
-from dbt.adapters.openmirror.run.config import AFTER_TESTS, MirrorConfig
+from dbt.adapters.openmirror.run.config import AFTER_TESTS, IGNORE, MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
 from dbt.adapters.openmirror.run.held_changes import HeldChange, HeldChanges
@@ -63,7 +63,7 @@ from dbt.adapters.openmirror.run.overlay import (
     model_columns,
     usable_snapshot,
 )
-from dbt.adapters.openmirror.run.relations import RunRelations, beside
+from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
 from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, table_properties
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
@@ -172,27 +172,31 @@ class MirrorRun:
         snapshot = self._snapshot_found(existing)
         previous_columns = catalog.columns(existing) if existing is not None else None
         state: TableFolderState | None = None  # read once, by whichever way the run takes first
+        # The model's rows, when the complete output is written from them (not built as it).
+        rows: Candidates | None = None
         if self.candidates or self.mirror.delete_flag:
-            candidates = self._select_candidates(existing, snapshot)
+            rows = self._select_candidates(existing, snapshot)
             if self.empty:
-                return self._check_empty(existing, candidates, previous_columns)
+                return self._check_empty(existing, rows, previous_columns)
             if self.candidates and previous_columns is not None:
-                check_candidate_types(self.mirror.model, previous_columns, candidates.published_columns)
+                check_candidate_types(self.mirror.model, previous_columns, rows.published_columns)
             if self._overlays(snapshot) and existing is not None and snapshot is not None:
                 state = self.context.publisher.table_state(self.mirror.table_folder)
                 overlay = SnapshotOverlay(self._diff(), snapshot, existing)
-                response = self._publish_overlay(overlay, candidates, previous_columns, state)
+                response = self._publish_overlay(overlay, rows, previous_columns, state)
                 if response is not None:
                     return response
-            self._complete_output(existing, candidates, previous_columns)
+        elif self.builds_output_view:
+            rows = self._model_rows()
         if self.empty:
             return self._check_empty(existing, None, previous_columns)
-        new_columns = catalog.columns(relations.new_output)
+        new_columns = rows.published_columns if rows is not None else catalog.columns(relations.new_output)
         model_keys = self._key_columns(new_columns)
         if state is None:
             state = self.context.publisher.table_state(self.mirror.table_folder)
         plan = self._plan(model_keys, state, snapshot, previous_columns, new_columns)
-        self._drop_ignored_columns(plan)
+        if rows is not None:
+            self._complete_output(existing, rows, previous_columns, plan.schema.ignored)
         diff = self._diff()
         change = diff.change_rows(plan, snapshot, existing, diff.key_hashes(plan))
         if self.dry_run:
@@ -325,10 +329,13 @@ class MirrorRun:
 
     @property
     def builds_output_view(self) -> bool:
-        """The model output is built as a view, read twice (its keys checked, then the complete
-        output written from it without the flagged rows), rather than written as a table and
-        written again: a publishing run in full of a `delete_flag` model."""
-        return self.publishes and not self.candidates and self.mirror.delete_flag is not None
+        """The model output is built as a view, and the complete output written once from it,
+        rather than written as a table and written again without some of it: a publishing run in
+        full of a `delete_flag` model (its keys are checked through the view, then the flagged
+        rows and the flag left out), or of an `on_schema_change='ignore'` model (the columns its
+        snapshot does not keep left out)."""
+        ignores = self.mirror.on_schema_change == IGNORE
+        return self.publishes and not self.candidates and (self.mirror.delete_flag is not None or ignores)
 
     def is_snapshot(self, relation: Any) -> bool:
         """Whether `relation`, found under the model's name, can be its snapshot (run/overlay.py:
@@ -466,40 +473,50 @@ class MirrorRun:
     def _select_candidates(self, existing: Any | None, snapshot: SnapshotRecord | None) -> Candidates:
         """What the model selected, moved to `relations.model_output`, its keys checked: a key may
         appear once among the rows it selected, flagged deleted or not."""
-        mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
+        mirror, relations = self.mirror, self.relations
         if self.candidates and (existing is None or snapshot is None):
             raise PublishError(
                 f"Model '{mirror.model}' selected only candidate rows (is_incremental() was true), but its "
                 f"snapshot {relations.target} is gone: run it again, it then runs in full. Nothing was published."
             )
+        selected = self._model_rows()
+        keys = selected.key_columns
+        problems = self.context.statements.query(
+            "openmirror_key_problems_sql", relation=str(selected.relation), key_columns=keys, counted=False
+        )
+        raise_key_problems(mirror.model, keys, problems, mirror.show_key_values)
+        return selected
+
+    def _model_rows(self) -> Candidates:
+        """What the model built, moved to `relations.model_output`: the complete output is
+        written from it (`_complete_output`)."""
+        mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
         built = relations.new_output.incorporate(type="view" if self.builds_output_view else "table")
         selected = relations.model_output.incorporate(type=built.type)
         catalog.drop(selected)
         catalog.rename(built, selected)
         columns = catalog.columns(selected)
-        key_columns = self._resolve_keys(columns)
         flag = delete_flag_column(mirror.model, mirror.delete_flag, columns) if mirror.delete_flag else None
-        problems = self.context.statements.query(
-            "openmirror_key_problems_sql", relation=str(selected), key_columns=key_columns, counted=False
-        )
-        raise_key_problems(mirror.model, key_columns, problems, mirror.show_key_values)
-        return Candidates(selected, columns, key_columns, flag)
+        return Candidates(selected, columns, self._resolve_keys(columns), flag)
 
     def _complete_output(
         self,
         existing: Any | None,
         candidates: Candidates,
         previous_columns: list[ColumnSpec] | None,
+        ignored: Sequence[ColumnSpec] = (),
     ) -> None:
         """`relations.new_output` becomes the model's complete output: the candidates it selected
-        merged into the snapshot, without the rows flagged deleted (planning/candidates.py)."""
+        merged into the snapshot, without the rows flagged deleted (planning/candidates.py) and
+        the `ignored` columns (on_schema_change='ignore': the snapshot does not keep them)."""
         relations, catalog = self.relations, self.context.catalog
+        left_out = {c.name.lower() for c in ignored}
         self.context.statements.execute(
             "openmirror_complete_output_sql",
             target=str(relations.new_output),
             model_output=str(candidates.relation),
             snapshot=str(existing) if self.candidates else None,
-            columns=candidates.published_columns,
+            columns=[c for c in candidates.published_columns if c.name.lower() not in left_out],
             snapshot_columns=[c.name for c in previous_columns or []] if self.candidates else [],
             key_columns=candidates.key_columns,
             delete_flag=candidates.delete_flag,
@@ -551,24 +568,6 @@ class MirrorRun:
                 "table holds one spelling); on_schema_change='sync_all_columns' rebuilds the table "
                 "to take the new spelling"
             )
-
-    def _drop_ignored_columns(self, plan: RunPlan) -> None:
-        """With on_schema_change='ignore' the snapshot keeps only the published columns."""
-        if not plan.schema.ignored:
-            return
-        catalog, relation = self.context.catalog, self.relations.new_output
-        ignored = {c.name.lower() for c in plan.schema.ignored}
-        columns = [c.name for c in catalog.columns(relation) if c.name.lower() not in ignored]
-        projected = beside(relation, "__om_projected")
-        catalog.drop(projected)
-        self.context.statements.execute(
-            "openmirror_project_columns_sql",
-            target=str(projected),
-            source=str(relation),
-            columns=columns,
-        )
-        catalog.drop(relation)
-        catalog.rename(projected, relation)
 
     # -- staging and publishing ------------------------------------------------------------------
 
