@@ -36,6 +36,14 @@ models:
 """
 
 
+def with_region(rows: str) -> str:
+    """The source's rows with a column the model did not return before (`region`)."""
+    return (
+        "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region"
+        f" from values {rows} as t(id, name, updated_at, deleted)"
+    )
+
+
 class Overlaid(Incremental):
     def layers(self, warehouse, schema: str) -> dict[str, str]:
         """The relations of the `orders` snapshot: itself, its base and its overlays."""
@@ -162,11 +170,7 @@ class TestOverlayLimitAndColumnChanges(Overlaid):
         self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 4, false)")
         assert self.layers(warehouse, schema)["orders"] == "view"
         # A new column while overlaid: merged into a complete table, NULL on the other rows.
-        with_region = (
-            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region from values"
-            " (1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 5, false) as t(id, name, updated_at, deleted)"
-        )
-        set_source(warehouse, schema, with_region)
+        set_source(warehouse, schema, with_region("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 5, false)"))
         run_dbt(["run"])
         assert self.layers(warehouse, schema)["orders"] == "table"
         assert model_output(warehouse, f"select id, region from {schema}.orders") == [
@@ -428,11 +432,7 @@ class TestADroppedColumnStillOverlays(Overlaid):
 
     def test_later_candidate_runs_overlay(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
-        with_region = (
-            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region"
-            " from values {} as t(id, name, updated_at, deleted)"
-        )
-        set_source(warehouse, schema, with_region.format("(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"))
+        set_source(warehouse, schema, with_region("(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)"))
         run_dbt(["run"])
         folder = table_folder(landing_zone, schema, "orders")
         live = f"from {schema}.src where not deleted"
@@ -472,15 +472,11 @@ class TestAnIgnoredColumnStillOverlays(Overlaid):
     def test_candidate_runs_overlay(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
-        with_region = (
-            "select id, name, updated_at, cast(deleted as boolean) as deleted, concat('r', id) as region"
-            " from values {} as t(id, name, updated_at, deleted)"
-        )
         for rows in [
             "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)",
             "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'C', 3, true), (4, 'd', 3, false)",
         ]:
-            set_source(warehouse, schema, with_region.format(rows))
+            set_source(warehouse, schema, with_region(rows))
             run_dbt(["run"])
             assert self.layers(warehouse, schema)["orders"] == "view"
             self.check(project, warehouse, landing_zone, tmp_path)

@@ -269,9 +269,7 @@ class Publisher:
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
         conflict = None
         if pending is None:  # an unfinished publish is recovery's to settle first
-            conflict = self._folder_conflict(
-                table_folder, metadata, record.key_columns, waiting, names, found, record.last_sequence_number
-            )
+            conflict = self._folder_conflict(table_folder, metadata, record, waiting, names, found)
         # The service purges processed files after a while; our record still knows the number.
         return TableFolderState(
             True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
@@ -281,16 +279,16 @@ class Publisher:
         self,
         table_folder: str,
         metadata: TableMetadata | None,
-        declared: Sequence[str],
+        record: PublishRecord,
         waiting: Sequence[str],
         names: set[str],
         found: int,
-        recorded: int,
     ) -> str | None:
         """Why the next file published into the folder would not be applied as the last one
-        after what we published up to `recorded` with the key `declared` (None: it would be);
+        after what `record` says we published, under the key it declared (None: it would be);
         `found` is the highest number among `names`."""
         folder = f"{self.storage.location}/{table_folder}"
+        declared, recorded = record.key_columns, record.last_sequence_number
         differences = metadata.contract_differences() if metadata is not None else []
         if differences:
             return (

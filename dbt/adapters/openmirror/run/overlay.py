@@ -16,8 +16,9 @@ from dbt.adapters.openmirror.run.statements import Catalog, marker_counts, row_c
 
 @dataclass(frozen=True)
 class Candidates:
-    """What an incremental model selected: its table, columns, key columns (as it spells them)
-    and its delete flag column (None without `delete_flag`)."""
+    """What the model built or, in a candidate run, selected, which the complete output is written
+    from: its relation, columns, key columns (as it spells them) and its delete flag column (None
+    without `delete_flag`)."""
 
     relation: Any
     columns: list[ColumnSpec]
