@@ -17,7 +17,7 @@
   {%- set constants = om.openmirror_constants() -%}
   {%- set keys, states, loads = constants.properties, constants.states, constants.loads -%}
   {%- set full_refresh = should_full_refresh() -%}
-  {%- set dry_run = om.openmirror_is_set(var('openmirror_dry_run', false)) -%}
+  {%- set dry_run = om.openmirror_var_flag('openmirror_dry_run', var('openmirror_dry_run', false)) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {#- A run that stages nothing (a dry run, --empty) builds beside the names a staging run uses. -#}
   {%- set prefix = '__om_check' if (dry_run or flags.EMPTY) else '__om' -%}

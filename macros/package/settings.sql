@@ -106,11 +106,17 @@
       'publish': om.openmirror_choice('publish'),
       'on_schema_change': on_schema_change,
       'manifest_schema': var('openmirror_manifest_schema', this.schema),
-      'key_hashes': om.openmirror_is_set(var('openmirror_key_hashes', true)),
+      'key_hashes': om.openmirror_var_flag('openmirror_key_hashes', var('openmirror_key_hashes', true)),
   }) }}
 {%- endmacro -%}
 
-{#- A var given as true (`--vars '{openmirror_dry_run: true}'`): config.is_set. -#}
-{%- macro openmirror_is_set(value) -%}
-  {{ return(value is sameas true or (value | string | trim | lower) in ['true', 'yes', '1']) }}
+{#- A var that switches something on or off (`--vars '{openmirror_dry_run: true}'`); anything
+    else is refused: config.var_flag. -#}
+{%- macro openmirror_var_flag(name, value) -%}
+  {%- if value is sameas true or value is sameas false -%}{{ return(value) }}{%- endif -%}
+  {%- set word = (value | string | trim | lower) if (value is string or value is integer) else none -%}
+  {%- if word in ['true', 'yes', 'on', '1', 'false', 'no', 'off', '0'] -%}
+    {{ return(word in ['true', 'yes', 'on', '1']) }}
+  {%- endif -%}
+  {{ exceptions.raise_compiler_error("--vars " ~ name ~ " must be true or false, got " ~ tojson(value)) }}
 {%- endmacro -%}

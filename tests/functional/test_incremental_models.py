@@ -128,6 +128,11 @@ class TestReconcileEvery(Incremental):
         # Run 2 selects candidates: 1 vanished unseen.
         self.publish(project, warehouse, "(2, 'b', 1, false), (3, 'c', 2, false)", args)
         assert sorted(file_markers(folder)[-1]) == [0]
+        # A reconcile asked for with a misspelt value is refused, not run as a candidate run.
+        before = tree_digest(landing_zone)
+        [refused] = run_dbt(["run", "--vars", "{reconcile_every: 2, openmirror_reconcile: ture}"], expect_pass=False)
+        assert '--vars openmirror_reconcile must be true or false, got "ture"' in refused.message
+        assert tree_digest(landing_zone) == before
         # Run 3 is a reconcile: 1's delete is published.
         self.publish(project, warehouse, "(2, 'b', 1, false), (3, 'c', 2, false)", args)
         self.check(project, warehouse, landing_zone, tmp_path)

@@ -88,6 +88,11 @@ class TestDryRun:
 
         set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'B'), (4, 'd'), (5, 'e') as t(id, name)")
         before, snapshot = tree_digest(landing_zone), model_output(warehouse, f"select * from {schema}.customers")
+        # A dry run asked for without a value, or misspelt, is refused rather than run for real.
+        for typed in ("{openmirror_dry_run}", "{openmirror_dry_run: treu}"):
+            results = run_dbt(["run", "--vars", typed, "--select", "customers"], expect_pass=False)
+            assert "--vars openmirror_dry_run must be true or false, got " in results[0].message, typed
+        assert tree_digest(landing_zone) == before
         dry = {r.node.name: r for r in run_dbt(["run", *DRY_RUN])}
         assert tree_digest(landing_zone) == before
         assert model_output(warehouse, f"select * from {schema}.customers") == snapshot

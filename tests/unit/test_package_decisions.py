@@ -47,7 +47,7 @@ from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
-from dbt.adapters.openmirror.run.config import is_set, mirror_config
+from dbt.adapters.openmirror.run.config import mirror_config, var_flag
 from dbt.adapters.openmirror.run.response import describe_change
 from tests.support.package_macros import CompilationError, PackageMacros
 
@@ -188,14 +188,25 @@ def test_incremental_configs_are_refused_in_package_mode_only(config):
     assert f"{next(iter(config.keys() - {'unique_key'}))} is not offered in package mode" in error
 
 
-VAR_VALUES = [True, False, None, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", 1.0, "on", ""]
+ACCEPTED_VAR_VALUES = [True, False, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", "on", "OFF"]
+REFUSED_VAR_VALUES = [None, 2, 1.0, "", "treu", "y", [True]]
 
 
-@pytest.mark.parametrize("value", VAR_VALUES, ids=repr)
-def test_dry_run_var_agrees(value):
-    """`--vars '{openmirror_dry_run: ...}'`: a value the plugin takes for a dry run must not
-    stage for real in package mode."""
-    assert PackageMacros().openmirror_is_set(value) == is_set(value)
+@pytest.mark.parametrize("value", ACCEPTED_VAR_VALUES + REFUSED_VAR_VALUES, ids=repr)
+def test_flag_vars_agree(value):
+    """`--vars '{openmirror_dry_run: ...}'`: the same value is a dry run, a run, or refused with
+    the same message in both modes (a value the plugin takes for a dry run must not stage for
+    real in package mode)."""
+    python = _python(lambda: var_flag("openmirror_dry_run", value), MirrorConfigError)
+    assert _jinja(lambda: PackageMacros().openmirror_var_flag("openmirror_dry_run", value)) == python
+
+
+@pytest.mark.parametrize("value", REFUSED_VAR_VALUES, ids=repr)
+def test_a_flag_var_that_is_neither_is_refused(value):
+    """Read as false, these would publish when a dry run was asked for (`--vars
+    '{openmirror_dry_run}'` gives None)."""
+    with pytest.raises(MirrorConfigError, match="--vars openmirror_reconcile must be true or false, got "):
+        var_flag("openmirror_reconcile", value)
 
 
 # -- 2. folder-name rules (rules/landing_zone.py; openmirror_folder_name) ----------------------

@@ -27,7 +27,7 @@ from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.audit import require_audit_hook
-from dbt.adapters.openmirror.run.config import ConfigSource, MirrorConfig, UserSetConfig, is_set, mirror_config
+from dbt.adapters.openmirror.run.config import ConfigSource, MirrorConfig, UserSetConfig, mirror_config, var_flag
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
@@ -150,7 +150,7 @@ class OpenMirrorAdapter(SparkAdapter):
             f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}",
             model_id,
             full_refresh,
-            is_set(dry_run),
+            var_flag("openmirror_dry_run", dry_run),
             empty,
             candidates=model_id in self._selected_candidates,
         )
@@ -180,7 +180,9 @@ class OpenMirrorAdapter(SparkAdapter):
             statements = AdapterStatements(self)
             record = recorded_snapshot(statements, relation)
             snapshot = record if usable_snapshot(AdapterCatalog(self, statements), relation, record) else None
-        selected = selects_candidates(snapshot, full_refresh, is_set(reconcile), mirror.reconcile_every)
+        selected = selects_candidates(
+            snapshot, full_refresh, var_flag("openmirror_reconcile", reconcile), mirror.reconcile_every
+        )
         if selected:
             self._selected_candidates.add(model_id)
         else:
@@ -202,7 +204,7 @@ class OpenMirrorAdapter(SparkAdapter):
         definition = json.dumps(
             {"config": model.get("config"), "columns": model.get("columns")}, sort_keys=True, default=str
         )
-        return run.inputs_unchanged(existing, compiled_sql, definition, is_set(reconcile))
+        return run.inputs_unchanged(existing, compiled_sql, definition, var_flag("openmirror_reconcile", reconcile))
 
     @available
     def openmirror_publish(self, run: MirrorRun, existing: Any | None) -> OpenMirrorResponse:

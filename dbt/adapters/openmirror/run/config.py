@@ -1,5 +1,6 @@
 """The `open_mirror` model config, validated into one plain object before anything runs."""
 
+import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -163,6 +164,18 @@ def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource
     )
 
 
-def is_set(value: Any) -> bool:
-    """A var given on the command line or in dbt_project.yml as true (`--vars '{x: true}'`)."""
-    return value is True or str(value).strip().lower() in ("true", "yes", "1")
+#: How a flag var may be spelled (`--vars '{openmirror_dry_run: true}'`, or quoted in YAML).
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+
+
+def var_flag(name: str, value: Any) -> bool:
+    """A var that switches something on or off, as given on the command line or in dbt_project.yml.
+    Anything else is refused: `{openmirror_dry_run}` (no value) or a misspelt `treu` read as false
+    would publish when a dry run was asked for."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise MirrorConfigError(f"--vars {name} must be true or false, got {json.dumps(value, default=str)}")
