@@ -87,7 +87,7 @@
       where managed tables cannot be Parquet) the output itself. -#}
   {%- set output_rows = om.openmirror_row_count(new_relation) -%}
   {%- if settings.key_hashes -%}
-    {%- do om.openmirror_write_key_hashes(new_relation, output_rows, new_hashes, key_columns, hashed, run_id, columns) -%}
+    {%- do om.openmirror_write_key_hashes(new_relation, output_rows, new_hashes, key_columns, hashed, run_id) -%}
   {%- endif -%}
   {%- set keyed_rows = new_hashes if settings.key_hashes else new_relation -%}
 

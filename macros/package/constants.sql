@@ -10,6 +10,7 @@
       "manifest_columns": [["run_id", "string"], ["model", "string"], ["table_folder", "string"], ["key_columns", "string"], ["base_run_id", "string"], ["load", "string"], ["reason", "string"], ["staged_sequence", "bigint"], ["staged_folder", "string"], ["rows", "bigint"], ["marker_counts", "string"], ["state", "string"], ["recorded_at", "timestamp"]],
       "manifest_folder": "_scratchPad/dbt-openmirror/manifest",
       "markers": {"insert": 0, "update": 1, "delete": 2, "upsert": 4},
+      "non_binary_collation": "collate\\s+(?!utf8_binary\\b)\\w+",
       "properties": {"staged_run_id": "openmirror.staged_run_id", "key_columns": "openmirror.key_columns", "landing_zone": "openmirror.landing_zone", "table_folder": "openmirror.table_folder", "published_columns": "openmirror.published_columns", "held": "openmirror.held", "manifest": "openmirror.manifest", "created_by": "openmirror.created_by", "manifest_landing_zone": "openmirror.landing_zone", "hashes_run_id": "openmirror.run_id", "hashes_columns": "openmirror.hash_columns"},
       "reasons": {"first_publish": "first publish", "full_refresh": "--full-refresh"},
       "reserved": {"row_marker": "__rowMarker__", "row_marker_lower": "__rowmarker__", "internal_prefix": "__openmirror_"},

@@ -11,10 +11,8 @@
   {{ return(hashed) }}
 {%- endmacro -%}
 
-{#- A power of two of about a million rows per bucket, at most 4096; 0 for collated string keys,
-    which Spark cannot bucket by (hash_diff.bucket_count). -#}
-{%- macro openmirror_bucket_count(rows, key_types) -%}
-  {%- for key_type in key_types if 'collate' in key_type | lower -%}{{ return(0) }}{%- endfor -%}
+{#- A power of two of about a million rows per bucket, at most 4096 (hash_diff.bucket_count). -#}
+{%- macro openmirror_bucket_count(rows) -%}
   {%- set buckets = [1] -%}
   {%- for _ in range(12) -%}
     {%- if buckets[-1] * 1000000 < rows -%}{%- do buckets.append(buckets[-1] * 2) -%}{%- endif -%}
@@ -34,17 +32,14 @@
 {%- endmacro -%}
 
 {#- The output's key hashes table (`rows` rows), stamped with the run and what its hashes cover. -#}
-{%- macro openmirror_write_key_hashes(relation, rows, hashes, key_columns, hashed, run_id, columns) -%}
+{%- macro openmirror_write_key_hashes(relation, rows, hashes, key_columns, hashed, run_id) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set stamp = om.openmirror_constants().properties -%}
-  {%- set keys = key_columns | map('lower') | list -%}
-  {%- set key_types = [] -%}
-  {%- for column in columns if column.name | lower in keys -%}{%- do key_types.append(column.data_type) -%}{%- endfor -%}
   {%- do adapter.drop_relation(hashes) -%}
   {%- call statement('openmirror_key_hashes') -%}
     {{ om.openmirror_key_hashes_sql(hashes, relation, key_columns, hashed,
         {stamp.hashes_run_id: run_id, stamp.hashes_columns: om.openmirror_hash_signature(hashed)},
-        om.openmirror_bucket_count(rows, key_types)) }}
+        om.openmirror_bucket_count(rows)) }}
   {%- endcall -%}
 {%- endmacro -%}
 

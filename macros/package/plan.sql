@@ -69,6 +69,11 @@
       {%- if data_type.startswith('map<') -%}
         {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ "; maps cannot be "
             ~ "compared or grouped, so they cannot identify rows. Use other key columns.") -%}
+      {%- elif modules.re.search(om.openmirror_constants().non_binary_collation, data_type) -%}
+        {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ ". The mirror compares "
+            ~ "keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') would be one row here and "
+            ~ "two in the mirror, and updates and deletes would miss. Key on collate(" ~ key ~ ", 'UTF8_BINARY'), or "
+            ~ "normalise the key (e.g. upper(...)) if such keys mean the same thing.") -%}
       {%- elif data_type in ('float', 'double', 'real') -%}
         {%- do warnings.append("Model '" ~ model.name ~ "': unique_key column '" ~ key ~ "' is " ~ spec.data_type
             ~ ". Floating-point keys are fragile: NaN and -0.0 / 0.0 may match or not depending on who compares "

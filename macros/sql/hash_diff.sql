@@ -49,16 +49,14 @@
 {%- endmacro -%}
 
 {#- The key and row hash of every row of `relation`, as a narrow table in `buckets` buckets by
-    the key, sorted by the key within each (0: not bucketed). The REPARTITION hint uses the
-    bucketing's own hash, so each bucket is one file. -#}
+    the key, sorted by the key within each. The REPARTITION hint uses the bucketing's own hash, so
+    each bucket is one file. -#}
 {%- macro openmirror_key_hashes_sql(target, relation, key_columns, hashed, properties, buckets) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = om.openmirror_quoted_list(key_columns) -%}
-create table {{ target }} using parquet
-{%- if buckets %} clustered by ({{ keys }}) sorted by ({{ keys }}) into {{ buckets | int }} buckets{% endif %}
+create table {{ target }} using parquet clustered by ({{ keys }}) sorted by ({{ keys }}) into {{ buckets | int }} buckets
 tblproperties ({{ om.openmirror_properties(properties) }}) as
-select {% if buckets %}/*+ REPARTITION({{ buckets | int }}, {{ keys }}) */ {% endif -%}
-{{ keys }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
+select /*+ REPARTITION({{ buckets | int }}, {{ keys }}) */ {{ keys }}, {{ om.openmirror_row_hash(hashed, 1) }} as `__openmirror_hash1`, {{ om.openmirror_row_hash(hashed, 2) }} as `__openmirror_hash2`
 from {{ relation }}
 {%- endmacro -%}
 

@@ -22,6 +22,8 @@ BAD_MODELS = {
     "rekeyed.sql": _model("unique_key=var('key', 'id')"),
     "map_key.sql": "{{ config(materialized='open_mirror', unique_key='m') }}\n"
     "select map('r', region) as m, id from {{ target.schema }}.src",
+    "collated_key.sql": "{{ config(materialized='open_mirror', unique_key=['id', 'region']) }}\n"
+    "select id, collate(region, 'UTF8_LCASE') as region from {{ target.schema }}.src",
     "guarded.sql": _model("unique_key='id'"),
     "marker_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
     "select id, 1 as __RowMarker__ from {{ target.schema }}.src",
@@ -56,6 +58,7 @@ class TestBadInput:
             ("escaping_schema", ["'escaping_schema'", "mirror_schema", "'a/b'"]),
             ("hidden_table", ["'hidden_table'", "'_staging'", "ignored by the mirror"]),
             ("map_key", ["'map_key'", "'m'", "map<string,string>"]),
+            ("collated_key", ["'collated_key'", "'region'", "string collate UTF8_LCASE", "'UTF8_BINARY'"]),
             ("marker_column", ["'marker_column'", "'__RowMarker__'", "rename the column"]),
         ],
     )

@@ -213,28 +213,13 @@ def test_columns_are_published_under_the_spelling_the_mirror_has():
 
 
 def test_bucket_count_is_a_power_of_two_by_rows():
-    keys = ["bigint", "int"]
-    assert bucket_count(0, keys) == 1
-    assert bucket_count(ROWS_PER_BUCKET, keys) == 1
-    assert bucket_count(ROWS_PER_BUCKET + 1, keys) == 2
-    assert bucket_count(10 * ROWS_PER_BUCKET, keys) == 16
+    assert bucket_count(0) == 1
+    assert bucket_count(ROWS_PER_BUCKET) == 1
+    assert bucket_count(ROWS_PER_BUCKET + 1) == 2
+    assert bucket_count(10 * ROWS_PER_BUCKET) == 16
     # A table growing or shrinking a little keeps its bucket count, so runs join without a shuffle.
-    assert bucket_count(9 * ROWS_PER_BUCKET, keys) == bucket_count(15 * ROWS_PER_BUCKET, keys) == 16
-    assert bucket_count(10**13, keys) == MAX_BUCKETS
-
-
-def test_no_buckets_for_collated_string_keys():
-    assert bucket_count(10 * ROWS_PER_BUCKET, ["bigint", "string collate UTF8_LCASE"]) == 0
-    sql = macros.openmirror_key_hashes_sql(
-        target="s.t__h",
-        relation="s.t__new",
-        key_columns=KEYS,
-        hashed=[AMOUNT],
-        properties={},
-        buckets=0,
-    )
-    assert "clustered by" not in sql and "sorted by" not in sql and "REPARTITION" not in sql
-    assert "\nselect `Order_ID`, `line`, xxhash64(" in sql
+    assert bucket_count(9 * ROWS_PER_BUCKET) == bucket_count(15 * ROWS_PER_BUCKET) == 16
+    assert bucket_count(10**13) == MAX_BUCKETS
 
 
 def test_writer_count_follows_the_change_count_and_file_size():
@@ -251,13 +236,12 @@ def test_sorted_bucket_scans_are_turned_on_and_reset():
     assert macros.openmirror_sorted_bucket_scans_sql(on=False) == f"reset {setting}"
 
 
-def test_a_large_side_probes_by_the_key_hash_unless_the_key_is_one_integer_or_collated():
+def test_a_large_side_probes_by_the_key_hash_unless_the_key_is_one_integer():
     assert probes_by_key_hash(["bigint", "int"])
     assert probes_by_key_hash(["string"])
     assert probes_by_key_hash(["decimal(12,2)"])
     assert not probes_by_key_hash(["bigint"])
     assert not probes_by_key_hash(["INT "])
-    assert not probes_by_key_hash(["bigint", "string collate UTF8_LCASE"])
 
 
 def test_key_types_in_column_order_matched_without_case():

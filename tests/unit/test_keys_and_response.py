@@ -55,6 +55,27 @@ def test_map_keys_are_refused_up_front():
     assert "Model 'm'" in str(failed.value) and "attrs" in str(failed.value) and "map<string,int>" in str(failed.value)
 
 
+@pytest.mark.parametrize(
+    "data_type",
+    [
+        "string collate UTF8_LCASE",
+        "string collate UNICODE",
+        "string collate UTF8_BINARY_RTRIM",
+        "array<string collate UTF8_LCASE>",
+    ],
+)
+def test_collated_string_keys_are_refused_up_front(data_type):
+    """Spark compares them under the collation, the mirror byte for byte: 'A' then 'a' would be an
+    UPDATE here and a second row there."""
+    with pytest.raises(KeyColumnsError) as failed:
+        check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("code", data_type)])
+    message = str(failed.value)
+    assert "Model 'm'" in message and "'code'" in message and data_type in message
+    assert "collate(code, 'UTF8_BINARY')" in message
+    assert check_key_types("m", [ColumnSpec("code", "string")]) == []
+    assert check_key_types("m", [ColumnSpec("code", "string collate UTF8_BINARY")]) == []
+
+
 def test_floating_point_keys_are_named_in_a_warning():
     assert check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("s", "struct<a:int>")]) == []
     [warning] = check_key_types("m", [ColumnSpec("id", "int"), ColumnSpec("ratio", "double")])

@@ -26,7 +26,7 @@ from dbt.adapters.openmirror.package.publish import (
     STAGING,
 )
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS, HASHES_RUN_ID
-from dbt.adapters.openmirror.planning.keys import HIDDEN, STRING_TYPES
+from dbt.adapters.openmirror.planning.keys import HIDDEN, NON_BINARY_COLLATION, STRING_TYPES
 from dbt.adapters.openmirror.planning.run_plan import (
     FIRST_PUBLISH,
     FULL_REFRESH,
@@ -95,6 +95,7 @@ def constants() -> dict[str, Any]:
         },
         "hidden_values": HIDDEN,
         "string_key_types": list(STRING_TYPES),
+        "non_binary_collation": NON_BINARY_COLLATION.pattern,
         "loads": {"full": FULL, "incremental": INCREMENTAL},
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,

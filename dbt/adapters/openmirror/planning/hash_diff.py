@@ -54,12 +54,9 @@ def file_count(change_rows: int, writers: int, max_rows_per_file: int, full_load
     return min(change_rows, writers * files_per_writer)
 
 
-def bucket_count(rows: int, key_types: Sequence[str]) -> int:
+def bucket_count(rows: int) -> int:
     """Buckets of a key hashes table: a power of two, so the count stays put while the table
-    grows or shrinks a little, and consecutive runs' tables join without a shuffle. 0 (not
-    bucketed; the join then shuffles) for collated string keys, which Spark cannot bucket by."""
-    if _collated(key_types):
-        return 0
+    grows or shrinks a little, and consecutive runs' tables join without a shuffle."""
     wanted = max(1, math.ceil(rows / ROWS_PER_BUCKET))
     return min(MAX_BUCKETS, 1 << (wanted - 1).bit_length())
 
@@ -76,12 +73,6 @@ def key_types(columns: Sequence[ColumnSpec], key_columns: Sequence[str]) -> list
 def probes_by_key_hash(key_types: Sequence[str]) -> bool:
     """Whether a large table is joined with a small one's keys through one 64-bit hash of the key
     (macros/sql/parts.sql, `openmirror_probe_join`): Spark probes a broadcast table by one long
-    several times faster than by a row of columns. Not for one integral key (already a long), nor
-    for collated strings (the hash reads the bytes, so keys equal under the collation would miss)."""
-    if _collated(key_types):
-        return False
+    several times faster than by a row of columns. Not for one integral key (already a long).
+    Keys are never collated strings (keys.check_key_types), so equal keys hash equal."""
     return not (len(key_types) == 1 and key_types[0].strip().lower() in _INTEGRAL_TYPES)
-
-
-def _collated(key_types: Sequence[str]) -> bool:
-    return any("collate" in key_type.lower() for key_type in key_types)

@@ -1,5 +1,6 @@
 """Unique-key rules: the key columns must exist, and be non-NULL and unique in every output."""
 
+import re
 from collections.abc import Iterable, Sequence
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
@@ -8,6 +9,9 @@ from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
 _FLOATING_POINT = ("float", "double", "real")
 STRING_TYPES = ("string", "varchar", "char")
 HIDDEN = "(values hidden: show_key_values=false)"
+#: A string collation other than byte for byte (UTF8_BINARY), in a lower-cased Spark type: keys
+#: equal under it can differ to the mirror.
+NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
 
 
 def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> list[str]:
@@ -30,6 +34,14 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
             raise KeyColumnsError(
                 f"Model '{model}': unique_key column '{column.name}' is {column.data_type}; maps "
                 "cannot be compared or grouped, so they cannot identify rows. Use other key columns."
+            )
+        if NON_BINARY_COLLATION.search(column.data_type.lower()):
+            raise KeyColumnsError(
+                f"Model '{model}': unique_key column '{column.name}' is {column.data_type}. The mirror "
+                "compares keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') "
+                "would be one row here and two in the mirror, and updates and deletes would miss. Key "
+                f"on collate({column.name}, 'UTF8_BINARY'), or normalise the key (e.g. upper(...)) if "
+                "such keys mean the same thing."
             )
     return [
         f"Model '{model}': unique_key column '{column.name}' is {column.data_type}. Floating-point "

@@ -78,7 +78,7 @@ class SnapshotDiff:
             key_columns=key_columns,
             hashed=columns,
             properties=properties,
-            buckets=hash_diff.bucket_count(output_rows, hash_diff.key_types(plan.schema.columns, key_columns)),
+            buckets=hash_diff.bucket_count(output_rows),
         )
         self.catalog.created(relations.new_hashes)
         return output_rows
