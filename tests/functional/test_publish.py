@@ -286,3 +286,38 @@ class TestSnapshotAndFolderDisagree:
         [result] = run_dbt(["run", "--vars", "{key: name}"], expect_pass=False)
         assert "declares keyColumns ['name'], but dbt-openmirror declared ['id']" in result.message
         assert tree_digest(folder) == left
+
+    def test_files_no_journal_accounts_for_are_never_deleted(self, project, warehouse, landing_zone):
+        """Without our journal, files the snapshot does not account for may be anyone's: the run
+        that would rebuild over them (and so delete them) stops instead, the landing zone as it
+        was; `--full-refresh` takes the folder over. Without the journal alone, it goes on."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        journal = folder / "_dbt_openmirror.json"
+        _publish(project, warehouse, f"select * from values (1, 'a', 14) {COLUMNS}", ["--full-refresh"])
+        _publish(project, warehouse, f"select * from values (1, 'a', 15) {COLUMNS}")
+        # Another publisher's next file, with our journal deleted.
+        journal.unlink()
+        files = data_files(folder)
+        (folder / f"{len(files) + 1:020d}.parquet").write_bytes(files[-1].read_bytes())
+        left = tree_digest(landing_zone)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 16) {COLUMNS}")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert f"holds files up to {len(files) + 1:020d}.parquet" in result.message
+        assert "_dbt_openmirror.json" in result.message and "customers" in result.message
+        assert tree_digest(landing_zone) == left
+        # So does a model whose snapshot is gone (another publisher's folder, as far as it knows).
+        project.run_sql(f"drop table {schema}.customers")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert "_dbt_openmirror.json" in result.message and "no snapshot table" in result.message
+        assert tree_digest(landing_zone) == left
+        assert (
+            _publish(project, warehouse, f"select * from values (1, 'a', 16) {COLUMNS}", ["--full-refresh"])["mode"]
+            == "rebuild"
+        )
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+        # The journal deleted with nothing else changed: the folder ends where the snapshot does.
+        journal.unlink()
+        assert _publish(project, warehouse, f"select * from values (1, 'b', 16) {COLUMNS}")["mode"] == "incremental"
+        assert journal.exists()
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")

@@ -25,6 +25,7 @@ def stage_run(
     parts: int = 1,
     recorded_folder: str | None = None,
     model: str = "orders",
+    reason: str = "",
 ) -> StagedRun:
     """A staged folder with `parts` change files sharing `rows` (id, amount, __rowMarker__) and
     the manifest rows of `states`, one file each as Spark's inserts write them. The rows record
@@ -45,7 +46,7 @@ def stage_run(
         key_columns=["id"],
         base_run_id=base_run_id,
         load=load,
-        reason="",
+        reason=reason,
         staged_sequence=sequence,
         staged_folder=staged_folder if recorded_folder is None else recorded_folder,
         rows=len(rows),

@@ -8,6 +8,7 @@ import pytest
 
 from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
+from dbt.adapters.openmirror.planning.run_plan import FULL_REFRESH
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from tests.support.mirror import tree_digest
@@ -282,6 +283,57 @@ def test_a_folder_another_model_publishes_is_refused(tmp_path):
     with pytest.raises(PublishError, match="'orders_v2'.*orders"):
         _publish(tmp_path)
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
+@pytest.mark.parametrize("reason", ["first publish", "no snapshot records a staged run", FULL_REFRESH])
+def test_a_full_load_takes_a_folder_another_model_publishes_only_on_a_full_refresh(tmp_path, reason):
+    """A full load deletes the folder: one staged because its snapshot was missing is refused, as
+    an incremental run is; one staged by --full-refresh takes the folder over."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", model="orders")
+    _publish(tmp_path)
+    stage_run(
+        tmp_path,
+        "run-b",
+        2,
+        [{"id": 9, "amount": 90, "__rowMarker__": 0}],
+        load="full",
+        model="orders_v2",
+        reason=reason,
+    )
+    if reason == FULL_REFRESH:
+        assert [p.names for p in _publish(tmp_path)] == [["00000000000000000001.parquet"]]
+        assert replay(tmp_path / FOLDER) == [{"id": 9, "amount": 90}]
+        return
+    before = tree_digest(tmp_path / FOLDER)
+    with pytest.raises(PublishError, match="'orders_v2'.*orders publishes.*--full-refresh -s orders_v2"):
+        _publish(tmp_path)
+    assert tree_digest(tmp_path / FOLDER) == before
+
+
+@pytest.mark.parametrize("reason", ["first publish", "no snapshot records a staged run"])
+def test_files_no_journal_accounts_for_are_deleted_only_on_a_full_refresh(tmp_path, reason):
+    """Another publisher's table (or one whose journal was deleted): a full load would delete its
+    files, so only one staged by --full-refresh is published."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    (tmp_path / FOLDER / "_dbt_openmirror.json").unlink()
+    stage_run(tmp_path, "run-b", 2, SECOND, load="full", reason=reason)
+    before = tree_digest(tmp_path / FOLDER)
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "holds files up to 00000000000000000001.parquet" in failure.value.msg
+    assert "_dbt_openmirror.json" in failure.value.msg and "--full-refresh -s orders" in failure.value.msg
+    assert tree_digest(tmp_path / FOLDER) == before
+
+
+def test_a_full_refresh_takes_over_files_no_journal_accounts_for(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    (tmp_path / FOLDER / "_dbt_openmirror.json").unlink()
+    stage_run(tmp_path, "run-b", 2, [{"id": 9, "amount": 90, "__rowMarker__": 0}], load="full", reason=FULL_REFRESH)
+    assert [p.names for p in _publish(tmp_path)] == [["00000000000000000001.parquet"]]
+    assert replay(tmp_path / FOLDER) == [{"id": 9, "amount": 90}]
+    assert record(tmp_path)["lastRunId"] == "run-b"
 
 
 def test_a_full_load_waits_until_the_service_no_longer_lists_the_table(tmp_path):

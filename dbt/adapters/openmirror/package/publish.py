@@ -25,16 +25,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError
-from dbt.adapters.openmirror.planning.run_plan import check_key_columns
+from dbt.adapters.openmirror.planning.run_plan import FULL_REFRESH, check_key_columns
 from dbt.adapters.openmirror.publishing.lease import Fence, Heartbeat, LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
-from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publisher, PublishRecord
+from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publisher, PublishRecord, TableFolderState
 from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.rules.landing_zone import (
+    PUBLISH_RECORD_FILE,
     RUN_ID_PATTERN,
     SCHEMA_FOLDER_SUFFIX,
     STAGING_ROOT,
+    data_file_name,
     folder_name_problem,
     scratch_path,
 )
@@ -406,6 +408,27 @@ class PackagePublisher:
 
         PublishSequence(self.publisher, fence).recover(table_folder, crashed_output, report)
 
+    def _check_folder_is_ours(self, run: StagedRun, state: TableFolderState) -> None:
+        """Only a `--full-refresh` takes over a table folder another model publishes, or one
+        holding files no journal of ours accounts for (a full load would delete them)."""
+        location = f"{self.storage.location}/{run.table_folder}"
+        take_over = f"run `dbt run --full-refresh -s {run.model}` to take the folder over."
+        if state.owner is not None and state.owner != run.model:
+            raise PublishError(
+                f"Model '{run.model}' staged run {run.run_id} for {location}, which {state.owner} "
+                "publishes: two models (or two targets) must not publish into one table folder. Nothing "
+                "more of this table was published; give one of them another mirror_table, mirror_schema "
+                f"or landing_zone, or {take_over}"
+            )
+        if not state.journaled and state.last_sequence_number:
+            raise PublishError(
+                f"Model '{run.model}' staged run {run.run_id} ({run.reason or run.load}) for {location}, "
+                f"which holds files up to {data_file_name(state.last_sequence_number)}, and no journal of "
+                f"dbt-openmirror ({PUBLISH_RECORD_FILE}) says whose they are: another publisher's table, "
+                "or the journal was deleted. Publishing the run would delete them. Nothing more of this "
+                f"table was published; find out who writes into this folder, or {take_over}"
+            )
+
     def _publish_run(self, run: StagedRun, fence: Fence) -> list[str] | None:
         """The run's files into the next numbers; None when an earlier attempt published it."""
         fence.check()  # what this publisher read of the manifest may be stale otherwise
@@ -428,14 +451,8 @@ class PackagePublisher:
             if state.folder_conflict:
                 raise PublishError(f"Model '{run.model}': {state.folder_conflict}")
             check_key_columns(run.model, state.key_columns, run.key_columns)
-            if state.owner is not None and state.owner != run.model:
-                raise PublishError(
-                    f"Model '{run.model}' staged run {run.run_id} for {self.storage.location}/{folder}, "
-                    f"which {state.owner} publishes: two models (or two targets) must not publish into "
-                    "one table folder. Nothing more of this table was published; give one of them "
-                    f"another mirror_table, mirror_schema or landing_zone, or run `dbt run "
-                    f"--full-refresh -s {run.model}` to take the folder over."
-                )
+        if run.load != FULL or (state.exists and run.reason != FULL_REFRESH):
+            self._check_folder_is_ours(run, state)
         pending = self.publisher.prepare(
             folder,
             run.key_columns,

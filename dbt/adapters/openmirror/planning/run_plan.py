@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
 from dbt.adapters.openmirror.publishing.publisher import TableFolderState
+from dbt.adapters.openmirror.rules.landing_zone import PUBLISH_RECORD_FILE, data_file_name
 
 INITIAL, INCREMENTAL, REBUILD = "initial", "incremental", "rebuild"
 FIRST_PUBLISH, FULL_REFRESH = "first publish", "--full-refresh"
@@ -182,6 +183,23 @@ def _folder_plan(
     if folder.folder_conflict:
         raise PublishError(f"Model '{model}': {folder.folder_conflict}")
     check_key_columns(model, folder.key_columns, key_columns)
+    mode, reason = _mode_from_folder(destination, folder, snapshot)
+    if mode == REBUILD and not folder.journaled and folder.last_sequence_number:
+        raise PublishError(
+            f"Model '{model}': {destination.landing_zone}/{table_folder} holds files up to "
+            f"{data_file_name(folder.last_sequence_number)}, and no journal of dbt-openmirror "
+            f"({PUBLISH_RECORD_FILE}) says whose they are: another publisher's table, or the journal "
+            f"was deleted. The run would rebuild the table ({reason}), deleting them. Nothing was "
+            "published. Find out who writes into this folder; run with --full-refresh to take it over."
+        )
+    return mode, reason
+
+
+def _mode_from_folder(
+    destination: Destination, folder: TableFolderState, snapshot: SnapshotRecord | None
+) -> tuple[str, str]:
+    """(mode, reason) of a run not forced in full, from what the folder and the snapshot say."""
+    table_folder = destination.table_folder
     if not folder.exists:
         return INITIAL, ("the table folder was missing" if snapshot else FIRST_PUBLISH)
     if snapshot is None:

@@ -186,6 +186,8 @@ class TableFolderState:
     last_run_id: str | None = None
     #: Who publishes the folder (the snapshot relation of its model), as the record says.
     owner: str | None = None
+    #: Our record (PUBLISH_RECORD_FILE) is in the folder: without it, nothing says whose its files are.
+    journaled: bool = True
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ class Publisher:
         found = highest_sequence_number(sorted(names))
         record = self.read_record(table_folder)
         if record is None:
-            return TableFolderState(True, keys, found)
+            return TableFolderState(True, keys, found, journaled=False)
         if keys is None:  # `_metadata.json` deleted: the key we declared still holds (complete() writes it back)
             keys = list(record.key_columns)
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
