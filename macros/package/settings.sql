@@ -113,10 +113,12 @@
 {#- A var that switches something on or off (`--vars '{openmirror_dry_run: true}'`); anything
     else is refused: config.var_flag. -#}
 {%- macro openmirror_var_flag(name, value) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if value is sameas true or value is sameas false -%}{{ return(value) }}{%- endif -%}
+  {%- set words = om.openmirror_constants().flag_words -%}
   {%- set word = (value | string | trim | lower) if (value is string or value is integer) else none -%}
-  {%- if word in ['true', 'yes', 'on', '1', 'false', 'no', 'off', '0'] -%}
-    {{ return(word in ['true', 'yes', 'on', '1']) }}
+  {%- if word in words.true or word in words.false -%}
+    {{ return(word in words.true) }}
   {%- endif -%}
   {{ exceptions.raise_compiler_error("--vars " ~ name ~ " must be true or false, got " ~ tojson(value)) }}
 {%- endmacro -%}

@@ -47,10 +47,12 @@ from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, ROW_MARKER, UP
 from dbt.adapters.openmirror.run.config import (
     CHANGE_MARKERS,
     COMPRESSIONS,
+    FALSE_WORDS,
     IGNORE,
     ON_SCHEMA_CHANGE,
     PUBLISH,
     ROW_MARKER_POSITIONS,
+    TRUE_WORDS,
 )
 
 #: Package mode's own snapshot properties: the staged run `{{ this }}` reflects (the key hashes
@@ -93,6 +95,7 @@ def constants() -> dict[str, Any]:
             "forbidden": FORBIDDEN_NAME_CHARACTERS.pattern,
             "schema_suffix": SCHEMA_FOLDER_SUFFIX,
         },
+        "flag_words": {"true": list(TRUE_WORDS), "false": list(FALSE_WORDS)},
         "hidden_values": HIDDEN,
         "string_key_types": list(STRING_TYPES),
         "non_binary_collation": NON_BINARY_COLLATION.pattern,
