@@ -214,8 +214,7 @@ def _mode_from_folder(
     if snapshot.sequence_number != folder.last_sequence_number:
         return REBUILD, (
             f"the snapshot matches file {snapshot.sequence_number} but the table folder ends at "
-            f"{folder.last_sequence_number} (an earlier run stopped between publishing and "
-            "recording)"
+            f"{folder.last_sequence_number}"
         )
     if snapshot.landing_zone is not None and folder.last_run_id not in (None, snapshot.run_id):
         return REBUILD, (
