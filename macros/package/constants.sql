@@ -17,7 +17,7 @@
       "reserved": {"row_marker": "__rowMarker__", "row_marker_lower": "__rowmarker__", "internal_prefix": "__openmirror_"},
       "run_id_pattern": "[A-Za-z0-9-]+",
       "staging_root": "_scratchPad/dbt-openmirror",
-      "states": {"staging": "staging", "held": "held", "staged": "staged", "discarded": "discarded", "published": "published"},
+      "states": {"staging": "staging", "held": "held", "staged": "staged", "discarded": "discarded", "published": "published", "superseded": "superseded"},
       "string_key_types": ["string", "varchar", "char"]
   }) }}
 {%- endmacro -%}

@@ -67,6 +67,39 @@ def test_a_broken_chain_stops_the_table_and_says_what_to_do(tmp_path):
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
 
 
+def test_a_full_load_supersedes_the_runs_staged_before_it(tmp_path):
+    """A refused run stays first in line; the full load --full-refresh stages after it, as the
+    refusal advises, holds the whole table: the runs before it are recorded superseded (their
+    staged files removed) and the full load is published."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    stage_run(tmp_path, "run-c", 2, SECOND, base_run_id="run-b")  # run-b was lost
+    with pytest.raises(PublishError, match="dbt run --full-refresh -s orders"):
+        _publish(tmp_path)
+    stage_run(tmp_path, "run-d", 3, [{"id": 3, "amount": 30, "__rowMarker__": 1}], base_run_id="run-c")
+    stage_run(tmp_path, "run-e", 4, [{"id": 9, "amount": 90, "__rowMarker__": 0}], load="full", reason=FULL_REFRESH)
+    stage_run(tmp_path, "run-f", 5, [{"id": 9, "amount": 91, "__rowMarker__": 1}], base_run_id="run-e")
+    logged = []
+    published = PackagePublisher(LocalStorage(tmp_path), log=logged.append).publish()
+    assert [(p.run.run_id, p.names) for p in published] == [
+        ("run-e", ["00000000000000000001.parquet"]),
+        ("run-f", ["00000000000000000002.parquet"]),
+    ]
+    assert replay(tmp_path / FOLDER) == [{"id": 9, "amount": 91}]
+    assert {r.run_id: r.state for r in read_manifest(LocalStorage(tmp_path))} == {
+        "run-a": "published",
+        "run-c": "superseded",
+        "run-d": "superseded",
+        "run-e": "published",
+        "run-f": "published",
+    }
+    assert any("run run-c" in line and "superseded by run run-e" in line for line in logged)
+    assert not (tmp_path / "_scratchPad" / "dbt-openmirror" / "run-c").exists()
+    before = tree_digest(tmp_path)
+    assert _publish(tmp_path) == []
+    assert tree_digest(tmp_path) == before
+
+
 def test_a_full_load_rebuilds_the_table_folder(tmp_path):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
     stage_run(tmp_path, "run-b", 2, [{"id": 9, "amount": 90, "__rowMarker__": 0}], load="full")

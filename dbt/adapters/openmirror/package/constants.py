@@ -24,6 +24,7 @@ from dbt.adapters.openmirror.package.publish import (
     PUBLISHED,
     STAGED,
     STAGING,
+    SUPERSEDED,
 )
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS, HASHES_RUN_ID
 from dbt.adapters.openmirror.planning.keys import HIDDEN, NON_BINARY_COLLATION, STRING_TYPES
@@ -127,6 +128,7 @@ def constants() -> dict[str, Any]:
             "staged": STAGED,
             "discarded": DISCARDED,
             "published": PUBLISHED,
+            "superseded": SUPERSEDED,
         },
     }
 

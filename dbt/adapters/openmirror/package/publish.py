@@ -49,9 +49,12 @@ STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "publi
 #: A run of a model with publish='after_tests' whose tests have not passed yet: not published
 #: until the invocation's on-run-end hook marks it staged (or discarded).
 HELD = "held"
+#: A staged run a later full load of its table made moot (that load holds the whole table): never
+#: published, so that a run `dbt-openmirror publish` refused does not stop the table for good.
+SUPERSEDED = "superseded"
 FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
-_STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3}
+_STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3, SUPERSEDED: 3}
 _MARKERS = tuple(str(marker) for marker in KNOWN_MARKERS)
 
 #: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
@@ -220,19 +223,19 @@ def read_manifest(storage: LandingZoneStorage) -> list[StagedRun]:
     return load_manifest(storage).runs
 
 
-def _published_name(run_id: str) -> str:
-    return f"published-{run_id}.parquet"
+def _final_name(run_id: str, state: str) -> str:
+    return f"{state}-{run_id}.parquet"
 
 
-def record_published(storage: LandingZoneStorage, run: StagedRun) -> None:
-    """Append the run's `published` row to the manifest table: uploaded under a hidden name of
-    this writer's, then renamed create-only, so Spark never reads a partial file and a retry
-    (or another publisher) adds nothing."""
-    name = _published_name(run.run_id)
+def record_final(storage: LandingZoneStorage, run: StagedRun, state: str) -> None:
+    """Append the run's last row (`published` or `superseded`) to the manifest table: uploaded
+    under a hidden name of this writer's, then renamed create-only, so Spark never reads a
+    partial file and a retry (or another publisher) adds nothing."""
+    name = _final_name(run.run_id, state)
     hidden = f"{MANIFEST_FOLDER}/_{name}.{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
         local_file = Path(local) / name
-        pq.write_table(pa.Table.from_pylist([run.to_row(PUBLISHED)], schema=MANIFEST_SCHEMA), local_file)
+        pq.write_table(pa.Table.from_pylist([run.to_row(state)], schema=MANIFEST_SCHEMA), local_file)
         storage.upload_file(local_file, hidden)
     try:
         storage.rename_create_only(hidden, f"{MANIFEST_FOLDER}/{name}")
@@ -344,7 +347,7 @@ class PackagePublisher:
                 self.log(problems[-1])
         for run in runs:
             try:
-                if run.state == DISCARDED and self.storage.list_names(run.staged_folder):
+                if run.state in (DISCARDED, SUPERSEDED) and self.storage.list_names(run.staged_folder):
                     self.publisher.discard(run.staged_folder)
             except (OpenMirrorError, OSError) as exc:
                 problems.append(f"{run.describe()}: its staged files could not be removed: {_message(exc)}")
@@ -377,12 +380,16 @@ class PackagePublisher:
         try:
             # Another publisher may have published some of them since the manifest was read.
             done = set(self.storage.list_names(MANIFEST_FOLDER))
-            runs = [r for r in runs if _published_name(r.run_id) not in done]
+            runs = [r for r in runs if not {_final_name(r.run_id, s) for s in (PUBLISHED, SUPERSEDED)} & done]
             self._finish_interrupted(table_folder, runs, fence)
             published = []
-            for run in runs:
+            for index, run in enumerate(runs):
+                full_load = next((later for later in runs[index + 1 :] if later.load == FULL), None)
+                if full_load is not None and not self._published_last(run):
+                    self._supersede(run, full_load, fence)
+                    continue
                 names = self._publish_run(run, fence)
-                record_published(self.storage, run)
+                record_final(self.storage, run, PUBLISHED)
                 if names is not None:
                     published.append(PublishedRun(run, names))
                     self.log(published[-1].describe())
@@ -407,6 +414,19 @@ class PackagePublisher:
             self.log(f"{table_folder}: recovering: {recovery.message}")
 
         PublishSequence(self.publisher, fence).recover(table_folder, crashed_output, report)
+
+    def _published_last(self, run: StagedRun) -> bool:
+        """The table folder's journal names the run: its publish went through (or was just
+        finished by recovery) and only its manifest row is missing."""
+        record = self.publisher.read_record(run.table_folder)
+        return record is not None and record.run_id == run.run_id
+
+    def _supersede(self, run: StagedRun, full_load: StagedRun, fence: Fence) -> None:
+        """`run` is never published: `full_load`, staged after it, holds the whole table."""
+        fence.check()
+        record_final(self.storage, run, SUPERSEDED)
+        self.publisher.discard(run.staged_folder)
+        self.log(f"{run.describe()}: superseded by run {full_load.run_id}, a full load staged after it; not published")
 
     def _check_folder_is_ours(self, run: StagedRun, state: TableFolderState) -> None:
         """Only a `--full-refresh` takes over a table folder another model publishes, or one
