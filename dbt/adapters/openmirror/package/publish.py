@@ -32,11 +32,9 @@ from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publish
 from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.rules.landing_zone import (
-    PUBLISH_RECORD_FILE,
     RUN_ID_PATTERN,
     SCHEMA_FOLDER_SUFFIX,
     STAGING_ROOT,
-    data_file_name,
     folder_name_problem,
     scratch_path,
 )
@@ -383,10 +381,11 @@ class PackagePublisher:
             runs = [r for r in runs if not {_final_name(r.run_id, s) for s in (PUBLISHED, SUPERSEDED)} & done]
             self._finish_interrupted(table_folder, runs, fence)
             published = []
+            # A full load holds the whole table: the runs staged before the last one are moot.
+            last_full = max((i for i, r in enumerate(runs) if r.load == FULL), default=0)
             for index, run in enumerate(runs):
-                full_load = next((later for later in runs[index + 1 :] if later.load == FULL), None)
-                if full_load is not None and not self._published_last(run):
-                    self._supersede(run, full_load, fence)
+                if index < last_full and not self._published_last(run):
+                    self._supersede(run, runs[last_full], fence)
                     continue
                 names = self._publish_run(run, fence)
                 record_final(self.storage, run, PUBLISHED)
@@ -440,13 +439,12 @@ class PackagePublisher:
                 "more of this table was published; give one of them another mirror_table, mirror_schema "
                 f"or landing_zone, or {take_over}"
             )
-        if not state.journaled and state.last_sequence_number:
+        unjournaled = state.unjournaled_files()
+        if unjournaled:
             raise PublishError(
                 f"Model '{run.model}' staged run {run.run_id} ({run.reason or run.load}) for {location}, "
-                f"which holds files up to {data_file_name(state.last_sequence_number)}, and no journal of "
-                f"dbt-openmirror ({PUBLISH_RECORD_FILE}) says whose they are: another publisher's table, "
-                "or the journal was deleted. Publishing the run would delete them. Nothing more of this "
-                f"table was published; find out who writes into this folder, or {take_over}"
+                f"which {unjournaled}. Publishing the run would delete them. Nothing more of this table "
+                f"was published; find out who writes into this folder, or {take_over}"
             )
 
     def _publish_run(self, run: StagedRun, fence: Fence) -> list[str] | None:

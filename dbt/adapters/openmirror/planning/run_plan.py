@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
 from dbt.adapters.openmirror.publishing.publisher import TableFolderState
-from dbt.adapters.openmirror.rules.landing_zone import PUBLISH_RECORD_FILE, data_file_name
 
 INITIAL, INCREMENTAL, REBUILD = "initial", "incremental", "rebuild"
 FIRST_PUBLISH, FULL_REFRESH = "first publish", "--full-refresh"
@@ -184,13 +183,12 @@ def _folder_plan(
         raise PublishError(f"Model '{model}': {folder.folder_conflict}")
     check_key_columns(model, folder.key_columns, key_columns)
     mode, reason = _mode_from_folder(destination, folder, snapshot)
-    if mode == REBUILD and not folder.journaled and folder.last_sequence_number:
+    unjournaled = folder.unjournaled_files()
+    if mode == REBUILD and unjournaled:
         raise PublishError(
-            f"Model '{model}': {destination.landing_zone}/{table_folder} holds files up to "
-            f"{data_file_name(folder.last_sequence_number)}, and no journal of dbt-openmirror "
-            f"({PUBLISH_RECORD_FILE}) says whose they are: another publisher's table, or the journal "
-            f"was deleted. The run would rebuild the table ({reason}), deleting them. Nothing was "
-            "published. Find out who writes into this folder; run with --full-refresh to take it over."
+            f"Model '{model}': {destination.landing_zone}/{table_folder} {unjournaled}. The run would "
+            f"rebuild the table ({reason}), deleting them. Nothing was published. Find out who writes "
+            "into this folder; run with --full-refresh to take it over."
         )
     return mode, reason
 

@@ -189,6 +189,17 @@ class TableFolderState:
     #: Our record (PUBLISH_RECORD_FILE) is in the folder: without it, nothing says whose its files are.
     journaled: bool = True
 
+    def unjournaled_files(self) -> str | None:
+        """What the folder holds that no journal of ours accounts for, as a message's predicate
+        (None: nothing, or our journal is there). Only `--full-refresh` may delete such files."""
+        if self.journaled or not self.last_sequence_number:
+            return None
+        return (
+            f"holds files up to {data_file_name(self.last_sequence_number)}, and no journal of "
+            f"dbt-openmirror ({PUBLISH_RECORD_FILE}) says whose they are: another publisher's table, or "
+            "the journal was deleted"
+        )
+
 
 @dataclass(frozen=True)
 class StagedFile:
