@@ -75,12 +75,8 @@
   {{ run_hooks(pre_hooks) }}
 
   {#- 1. The model output; its keys are checked before anything is staged. -#}
-  {%- call statement('build_model_output') -%}
-    {{ create_table_as(False, new_relation, compiled_code) }}
-  {%- endcall -%}
-  {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
-  {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
-  {%- for warning in om.openmirror_check_key_types(columns, key_columns) -%}{%- do exceptions.warn(warning) -%}{%- endfor -%}
+  {%- set output = om.openmirror_package_build_output(settings, new_relation) -%}
+  {%- set columns, key_columns = output.columns, output.key_columns -%}
   {%- set key_list = tojson(key_columns) -%}
   {%- set hashed = om.openmirror_hashed_columns(columns, key_columns) -%}
   {#- The key check reads the narrow, bucketed key hashes, or (var openmirror_key_hashes: false,
@@ -193,6 +189,18 @@
 {% endmaterialization %}
 
 
+{#- The model's rows as `new_relation`, its columns and its key columns resolved and checked. -#}
+{%- macro openmirror_package_build_output(settings, new_relation) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- call statement('build_model_output') -%}
+    {{ create_table_as(False, new_relation, compiled_code) }}
+  {%- endcall -%}
+  {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
+  {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
+  {%- for warning in om.openmirror_check_key_types(columns, key_columns) -%}{%- do exceptions.warn(warning) -%}{%- endfor -%}
+  {{ return({'columns': columns, 'key_columns': key_columns}) }}
+{%- endmacro -%}
+
 {#- `dbt run --empty`: the output was built without rows; its columns and key are checked, nothing
     is staged, and `{{ this }}` stays as it was (created empty, unrecorded, only when there is none). -#}
 {%- macro openmirror_package_empty_run(settings, target_relation, new_relation) -%}
@@ -201,12 +209,8 @@
   {%- set existing_relation = load_cached_relation(this) -%}
   {{ drop_relation_if_exists(load_cached_relation(new_relation)) }}
   {{ run_hooks(pre_hooks) }}
-  {%- call statement('build_model_output') -%}
-    {{ create_table_as(False, new_relation, compiled_code) }}
-  {%- endcall -%}
-  {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
-  {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
-  {%- for warning in om.openmirror_check_key_types(columns, key_columns) -%}{%- do exceptions.warn(warning) -%}{%- endfor -%}
+  {%- set output = om.openmirror_package_build_output(settings, new_relation) -%}
+  {%- set columns, key_columns = output.columns, output.key_columns -%}
   {%- if existing_relation is none -%}
     {%- call statement('record_empty_run') -%}
       {{ om.openmirror_snapshot_record_sql(new_relation, {constants.properties.created_by: constants.empty_run}) }}

@@ -137,18 +137,24 @@ class SnapshotDiff:
             self.catalog.created(changes)
             self._check_keys(plan, changes, counted=True)
             self.warn_key_lookalikes(plan, relations.new_hashes, new_keys=changes)
-            sql = statements.render(
-                "openmirror_changed_rows_sql",
-                new_relation=new,
-                changes=str(changes),
-                columns=plan.schema.columns,
-                kept=plan.schema.kept,
-                key_columns=key_columns,
-                change_markers=mirror.change_markers,
-                position=mirror.row_marker_position,
-            )
             markers = marker_counts(statements, str(changes), False, mirror.change_markers)
-            return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
+            return self.changed_key_rows(plan, new, markers)
+
+    def changed_key_rows(self, plan: RunPlan, new_relation: str, markers: dict[int, int]) -> ChangeRows:
+        """The change rows of the changed keys, their new rows taken from `new_relation`
+        (`markers`: their rows per marker)."""
+        mirror = self.mirror
+        sql = self.statements.render(
+            "openmirror_changed_rows_sql",
+            new_relation=new_relation,
+            changes=str(self.relations.changes),
+            columns=plan.schema.columns,
+            kept=plan.schema.kept,
+            key_columns=plan.key_columns,
+            change_markers=mirror.change_markers,
+            position=mirror.row_marker_position,
+        )
+        return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
 
     def signature(self, plan: RunPlan) -> str:
         """What this run's key hashes cover (macros/sql/hash_diff.sql)."""

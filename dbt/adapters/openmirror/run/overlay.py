@@ -128,7 +128,7 @@ class SnapshotOverlay:
         current overlay's other keys) and select the changed keys' change rows (`markers`: their
         rows per marker)."""
         diff = self.diff
-        statements, catalog, relations, mirror = diff.statements, diff.catalog, diff.relations, diff.mirror
+        statements, catalog, relations = diff.statements, diff.catalog, diff.relations
         current, key_columns, by_key_hash = self.current, plan.key_columns, _by_key_hash(plan)
         changes = relations.changes
         catalog.drop(overlay)
@@ -151,17 +151,7 @@ class SnapshotOverlay:
             by_key_hash=by_key_hash,
         )
         diff.warn_key_lookalikes(plan, all_keys, new_keys=changes)
-        sql = statements.render(
-            "openmirror_changed_rows_sql",
-            new_relation=str(candidates.relation),
-            changes=str(changes),
-            columns=plan.schema.columns,
-            kept=plan.schema.kept,
-            key_columns=key_columns,
-            change_markers=mirror.change_markers,
-            position=mirror.row_marker_position,
-        )
-        return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
+        return diff.changed_key_rows(plan, str(candidates.relation), markers)
 
 
 def _by_key_hash(plan: RunPlan) -> bool:
