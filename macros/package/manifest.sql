@@ -43,8 +43,8 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set constants = om.openmirror_constants() -%}
   {%- if run_id is not string or not modules.re.fullmatch(constants.run_id_pattern, run_id) -%}
-    {%- do om.openmirror_fail("run id " ~ tojson(run_id) ~ " must be letters, digits and '-' (it names the "
-        ~ "run's staged folder); nothing was staged") -%}
+    {%- do om.openmirror_fail("run id " ~ tojson(run_id) ~ " must be " ~ constants.run_id_rule ~ " (it names "
+        ~ "the run's staged folder); nothing was staged") -%}
   {%- endif -%}
   {{ return(constants.staging_root ~ '/' ~ run_id) }}
 {%- endmacro -%}

@@ -4,6 +4,9 @@ import pytest
 
 from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.rules.landing_zone import (
+    LEASE_FOLDER,
+    MANIFEST_FOLDER,
+    PROBE_FOLDER_PREFIX,
     data_file_name,
     folder_name_problem,
     highest_sequence_number,
@@ -79,6 +82,17 @@ def test_scratch_path_only_takes_safe_run_ids():
     assert scratch_path("abc-123") == "_scratchPad/dbt-openmirror/abc-123"
     with pytest.raises(ValueError):
         scratch_path("../x")
+
+
+def test_no_run_id_names_one_of_our_own_folders():
+    """Discarding a run deletes its staged folder: an id read from an edited manifest, journal
+    or lease must not name the manifest, the leases or a write probe, in any case."""
+    for folder in (MANIFEST_FOLDER, LEASE_FOLDER, f"{PROBE_FOLDER_PREFIX}0a1b"):
+        name = folder.rpartition("/")[2]
+        for spelling in (name, name.upper()):
+            with pytest.raises(ValueError, match="not manifest, leases or probe-"):
+                scratch_path(spelling)
+    assert scratch_path("probes") == "_scratchPad/dbt-openmirror/probes"
 
 
 def test_metadata_is_strict_json_and_round_trips():

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from dbt.adapters.openmirror.errors import LeaseHeldError
+from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError
 from dbt.adapters.openmirror.publishing.lease import (
     LeaseManager,
     ProcessIdentity,
@@ -79,6 +79,18 @@ def test_taking_over_an_expired_lease_removes_the_stale_generation(manager, tmp_
     lease = manager.acquire(TABLE, "run-2", "orders", 60, 0)
     assert (lease.generation, lease.taken_from.run_id) == (2, "run-1")
     assert generations(tmp_path) == ["000000000002.json"]
+
+
+@pytest.mark.parametrize("run_id", ["leases", "manifest", "../x", 7])
+def test_an_expired_lease_whose_run_id_is_no_run_id_is_damaged(manager, tmp_path, run_id):
+    """Taking a lease over discards the holder's staged folder, which its run id names."""
+    lease = manager.acquire(TABLE, "run-1", "orders", 60, 0)
+    path = lease_file(tmp_path, lease)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "runId": run_id}))
+    age(tmp_path, 61)
+    with pytest.raises(PublishError, match="is damaged .*not a run id"):
+        manager.acquire(TABLE, "run-2", "orders", 60, 0)
+    assert generations(tmp_path) == ["000000000001.json"]
 
 
 def test_expiry_is_judged_by_the_storages_clock_not_the_hosts(tmp_path):

@@ -274,6 +274,29 @@ def test_malformed_manifest_rows_are_skipped_and_reported(tmp_path):
     assert {r.run_id for r in read_manifest(LocalStorage(tmp_path))} == {"run-a"}
 
 
+@pytest.mark.parametrize("run_id", ["manifest", "leases", "Leases", "probe-0a1b"])
+@pytest.mark.parametrize("state", ["discarded", "staged"])
+def test_a_run_id_naming_one_of_our_own_folders_is_refused(tmp_path, run_id, state):
+    """The staging root's own folders are not runs' staged folders: discarding such a run would
+    delete the manifest or the leases, publishing it would move the manifest into a table."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    (tmp_path / "_scratchPad/dbt-openmirror/leases/x").mkdir(parents=True, exist_ok=True)
+    (tmp_path / f"_scratchPad/dbt-openmirror/{run_id}").mkdir(parents=True, exist_ok=True)
+    (tmp_path / f"_scratchPad/dbt-openmirror/{run_id}/part-00000.parquet").write_bytes(b"ours, not a run's")
+    rows = len(list((tmp_path / MANIFEST_FOLDER).iterdir()))
+    write_manifest_rows(
+        tmp_path, "part-forged.parquet", [_row(run_id, state=state, rows=rows, table_folder="evil.schema/t")]
+    )
+    before = tree_digest(tmp_path)
+    logged = []
+    with pytest.raises(PublishError) as failure:
+        PackagePublisher(LocalStorage(tmp_path), log=logged.append).publish()
+    assert f"run_id {run_id!r}" in "\n".join(logged) and "skipped" in failure.value.msg
+    assert tree_digest(tmp_path) == before
+    assert not (tmp_path / "evil.schema").exists()
+
+
 def test_rows_of_one_run_that_disagree_are_skipped(tmp_path):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
     # A second `staged` row for run-a, naming another table folder.

@@ -220,6 +220,23 @@ def test_a_journal_naming_a_staged_folder_not_its_runs_is_damaged(storage):
         publisher.table_state(TABLE)
 
 
+def test_a_journal_naming_one_of_our_own_folders_as_its_run_is_damaged(storage):
+    """Recovery discards a journaled run's staged folder: the leases' is not one."""
+    publisher, pending, run = journaled_second_publish(storage, 2)
+    (storage.root / "_scratchPad/dbt-openmirror/leases/elsewhere").mkdir(parents=True)
+    path = storage.root / TABLE / "_dbt_openmirror.json"
+    journal = json.loads(path.read_text())
+    staged = journal["pending"]["stagedFolder"]
+    journal["pending"]["runId"] = "leases"
+    journal["pending"]["stagedFolder"] = "_scratchPad/dbt-openmirror/leases"
+    for file in journal["pending"]["files"]:
+        file["staged"] = file["staged"].replace(staged, "_scratchPad/dbt-openmirror/leases")
+    path.write_text(json.dumps(journal))
+    with pytest.raises(PublishError, match="is damaged"):
+        publisher.table_state(TABLE)
+    assert (storage.root / "_scratchPad/dbt-openmirror/leases/elsewhere").is_dir()
+
+
 def test_spark_uri_is_not_percent_encoded(tmp_path):
     storage = LocalStorage(tmp_path / "my lz")
     assert storage.spark_uri("a b/c") == f"file://{tmp_path}/my lz/a b/c"

@@ -41,6 +41,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     FORBIDDEN_NAME_CHARACTERS,
     MAX_NAME_LENGTH,
     RUN_ID_PATTERN,
+    RUN_ID_RULE,
     SCHEMA_FOLDER_SUFFIX,
     STAGING_ROOT,
 )
@@ -120,6 +121,7 @@ def constants() -> dict[str, Any]:
         "reasons": {"first_publish": FIRST_PUBLISH, "full_refresh": FULL_REFRESH},
         "reserved": {"row_marker": ROW_MARKER, "row_marker_lower": ROW_MARKER_NAME, "internal_prefix": INTERNAL_PREFIX},
         "run_id_pattern": RUN_ID_PATTERN.pattern,
+        "run_id_rule": RUN_ID_RULE,
         "empty_run": EMPTY_RUN,
         "staging_root": STAGING_ROOT,
         "states": {

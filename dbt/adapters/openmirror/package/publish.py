@@ -32,9 +32,10 @@ from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publish
 from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.rules.landing_zone import (
+    MANIFEST_FOLDER,
     RUN_ID_PATTERN,
+    RUN_ID_RULE,
     SCHEMA_FOLDER_SUFFIX,
-    STAGING_ROOT,
     folder_name_problem,
     scratch_path,
 )
@@ -42,7 +43,6 @@ from dbt.adapters.openmirror.rules.markers import KNOWN_MARKERS
 from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
-MANIFEST_FOLDER = f"{STAGING_ROOT}/manifest"
 STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
 #: A run of a model with publish='after_tests' whose tests have not passed yet: not published
 #: until the invocation's on-run-end hook marks it staged (or discarded).
@@ -255,7 +255,7 @@ def _field(row: dict[str, Any], name: str, kind: type | tuple[type, ...], what: 
 def _run_id(row: dict, name: str) -> str:
     value = _field(row, name, str, "a run id")
     if not RUN_ID_PATTERN.fullmatch(value):
-        raise ValueError(f"{name} {value!r} is not a run id (letters, digits and '-')")
+        raise ValueError(f"{name} {value!r} is not a run id ({RUN_ID_RULE})")
     return value
 
 

@@ -30,10 +30,9 @@ from pathlib import Path
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, WriteConflictError
 from dbt.adapters.openmirror.publishing.publisher import recorded_lease_generation
-from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
+from dbt.adapters.openmirror.rules.landing_zone import LEASE_FOLDER, RUN_ID_PATTERN, RUN_ID_RULE
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
-LEASE_FOLDER = f"{STAGING_ROOT}/leases"
 _GENERATION_DIGITS = 12
 # The holder stops this much before its lease can expire for others: OneLake's Last-Modified has
 # whole seconds, and a clock may run a little fast against the storage's while a lease lasts.
@@ -126,9 +125,11 @@ class LeaseHolder:
             data.get("bootId"),
             data.get("pidNamespace"),
         )
-        return cls(
-            str(data["runId"]), str(data["model"]), process, acquired_at, float(ttl), bool(data.get("released", False))
-        )
+        run_id = data["runId"]
+        # The run taking a lease over discards the holder's staged folder, which the id names.
+        if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+            raise ValueError(f"runId {run_id!r} is not a run id ({RUN_ID_RULE})")
+        return cls(run_id, str(data["model"]), process, acquired_at, float(ttl), bool(data.get("released", False)))
 
     def describe(self, expires_at: float | None = None) -> str:
         since = datetime.fromtimestamp(self.acquired_at, timezone.utc).isoformat(timespec="seconds")

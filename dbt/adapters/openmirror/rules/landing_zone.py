@@ -29,9 +29,18 @@ SCHEMA_FOLDER_SUFFIX = ".schema"
 # Tables without a schema folder land in the mirrored database's default schema.
 DEFAULT_SCHEMA = "dbo"
 
+# Beside the runs' staged folders (named by run id), the staging root holds our own: package
+# mode's manifest, the leases, and `dbt debug`'s write probes.
+MANIFEST_FOLDER = f"{STAGING_ROOT}/manifest"
+LEASE_FOLDER = f"{STAGING_ROOT}/leases"
+PROBE_FOLDER_PREFIX = f"{STAGING_ROOT}/probe-"
+
 SEQUENCE_DIGITS = 20
-# Run ids name staged folders, so they are plain: Spark never sees user-chosen characters in a path.
-RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9-]+")
+# Run ids name staged folders, so they are plain (Spark never sees user-chosen characters in a
+# path), and never name one of our own folders, in any case: discarding such a run (an id read
+# from a manifest, journal or lease anyone can edit) would delete that folder.
+RUN_ID_PATTERN = re.compile(r"(?!(?i:manifest|leases)\Z|(?i:probe-))[A-Za-z0-9-]+")
+RUN_ID_RULE = "letters, digits and '-', and not manifest, leases or probe-*"
 MAX_NAME_LENGTH = 128
 # Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls.
 FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
@@ -113,7 +122,7 @@ def scratch_path(run_id: str) -> str:
     """Where one model run stages its files: ignored by the mirror. Only the run id is in the
     name, so Spark never sees user-chosen characters in a path."""
     if not RUN_ID_PATTERN.fullmatch(run_id):
-        raise ValueError(f"run id {run_id!r} must be letters, digits and '-'")
+        raise ValueError(f"run id {run_id!r} must be {RUN_ID_RULE}")
     return f"{STAGING_ROOT}/{run_id}"
 
 

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Callable
 
 from dbt.adapters.openmirror.publishing.staging import choose_mode
-from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
+from dbt.adapters.openmirror.rules.landing_zone import PROBE_FOLDER_PREFIX
 from dbt.adapters.openmirror.run.statements import Statements
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -46,7 +46,7 @@ class StagingModeChoice:
 
     def spark_can_write(self) -> bool:
         """A probe write into the landing zone's _scratchPad."""
-        probe = f"{STAGING_ROOT}/probe-{uuid.uuid4().hex}"
+        probe = f"{PROBE_FOLDER_PREFIX}{uuid.uuid4().hex}"
         uri = self.storage.spark_uri(probe)
         try:
             self.statements.execute(
