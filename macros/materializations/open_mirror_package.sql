@@ -18,6 +18,8 @@
   {%- set keys, states, loads = constants.properties, constants.states, constants.loads -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set dry_run = om.openmirror_var_flag('openmirror_dry_run', var('openmirror_dry_run', false)) -%}
+  {#- Every run here is in full, so a reconcile changes nothing; its value is still checked, as in the plugin. -#}
+  {%- do om.openmirror_var_flag('openmirror_reconcile', var('openmirror_reconcile', false)) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {#- A run that stages nothing (a dry run, --empty) builds beside the names a staging run uses. -#}
   {%- set prefix = '__om_check' if (dry_run or flags.EMPTY) else '__om' -%}

@@ -223,6 +223,11 @@ class TestPackageModeWithoutKeyHashes(InPackageMode):
         message = run_dbt(["run"], expect_pass=False)[0].message
         assert "['id'] is not unique: id=1 appears in 2 rows" in message
         assert tree_digest(landing_zone) == before
+        # Every openmirror_* flag var is checked, as in the plugin, even one package mode does not act on.
+        for typed in ("{openmirror_reconcile: ture}", "{openmirror_key_hashes: nope}"):
+            message = run_dbt(["run", "--vars", typed], expect_pass=False)[0].message
+            assert f"--vars {typed[1:].split(':')[0]} must be true or false" in message, message
+        assert tree_digest(landing_zone) == before
 
 
 @PLUGIN_TWIN
