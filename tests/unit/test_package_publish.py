@@ -1,6 +1,7 @@
 """`dbt-openmirror publish` over runs staged without Spark: order, exactly once, broken chains,
 unsafe table folders, discarded runs and `status`."""
 
+import shutil
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -63,6 +64,18 @@ def test_a_broken_chain_stops_the_table_and_says_what_to_do(tmp_path):
         _publish(tmp_path)
     assert "holds the changes since run run-b" in failure.value.msg
     assert "holds run run-a last" in failure.value.msg
+    assert "dbt run --full-refresh -s orders" in failure.value.msg
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
+def test_a_run_whose_staged_files_were_removed_says_what_to_do(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    stage_run(tmp_path, "run-b", 2, SECOND, base_run_id="run-a")
+    shutil.rmtree(tmp_path / "_scratchPad/dbt-openmirror/run-b")
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "staged files in _scratchPad/dbt-openmirror/run-b hold 0 rows in 0 files" in failure.value.msg
+    assert "removed or changed after they were staged" in failure.value.msg
     assert "dbt run --full-refresh -s orders" in failure.value.msg
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
 

@@ -31,6 +31,10 @@ class TargetExistsError(PublishError):
     """A create-only write found its target already present: a number is never overwritten."""
 
 
+class StagedFilesChangedError(PublishError):
+    """A run's staged files no longer hold the rows Spark counted when it wrote them."""
+
+
 class WriteConflictError(PublishError):
     """A conditional write found the file changed since it was read (or present, or gone): it
     wrote nothing."""

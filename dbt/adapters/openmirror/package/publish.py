@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, StagedFilesChangedError, TargetExistsError
 from dbt.adapters.openmirror.planning.run_plan import FULL_REFRESH, check_key_columns
 from dbt.adapters.openmirror.publishing.lease import Fence, Heartbeat, LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
@@ -471,18 +471,25 @@ class PackagePublisher:
             check_key_columns(run.model, state.key_columns, run.key_columns)
         if run.load != FULL or (state.exists and run.reason != FULL_REFRESH):
             self._check_folder_is_ours(run, state)
-        pending = self.publisher.prepare(
-            folder,
-            run.key_columns,
-            run.staged_folder,
-            state,
-            run.rows,
-            run.model,
-            run.run_id,
-            full_load=run.load == FULL,
-            rebuild=run.load == FULL and state.exists,
-            owner=run.model,
-        )
+        try:
+            pending = self.publisher.prepare(
+                folder,
+                run.key_columns,
+                run.staged_folder,
+                state,
+                run.rows,
+                run.model,
+                run.run_id,
+                full_load=run.load == FULL,
+                rebuild=run.load == FULL and state.exists,
+                owner=run.model,
+            )
+        except StagedFilesChangedError as exc:
+            # The runs staged after it hold only their own changes: the table needs all of it again.
+            raise StagedFilesChangedError(
+                f"{exc.msg}. Nothing more of this table was published. Run `dbt run --full-refresh -s "
+                f"{run.model}` to stage the whole table again."
+            ) from exc
         # The plugin's sequence, also without files: the record then names this run, so the
         # chain goes on from it. The staged run is durable: a refused publish keeps its files.
         return PublishSequence(self.publisher, fence).publish(pending, self.rebuild_wait_seconds).names

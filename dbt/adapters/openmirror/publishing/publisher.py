@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError, TargetExistsError, WriteConflictError
+from dbt.adapters.openmirror.errors import (
+    OpenMirrorError,
+    PublishError,
+    StagedFilesChangedError,
+    TargetExistsError,
+    WriteConflictError,
+)
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS, MirroringService
 from dbt.adapters.openmirror.rules.landing_zone import (
     METADATA_FILE,
@@ -388,9 +394,10 @@ class Publisher:
         staged = self.staged_files(staged_folder, full_load)
         staged_rows = sum(f.rows for f in staged)
         if staged_rows != expected_rows or (full_load and not staged):
-            raise PublishError(
-                f"Model '{model}': staged files in {staged_folder} hold "
-                f"{staged_rows} rows in {len(staged)} files, Spark counted {expected_rows}"
+            raise StagedFilesChangedError(
+                f"Model '{model}': staged files in {staged_folder} hold {staged_rows} rows in "
+                f"{len(staged)} files, Spark counted {expected_rows}: they were removed or changed after "
+                "they were staged"
             )
         if full_load:
             # Empty files add nothing; one is kept only so an empty model still creates its table.
