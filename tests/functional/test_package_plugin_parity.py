@@ -15,7 +15,7 @@ from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import read_delta
 from tests.support.mirror import table_folder
 from tests.support.mirror_oracle import data_files
-from tests.support.package_mode import InPackageMode, publish
+from tests.support.package_mode import ROOT, InPackageMode, publish
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', on_schema_change='append_new_columns') }}
@@ -63,7 +63,8 @@ class TestPluginAndPackageAgree(InPackageMode):
     @pytest.fixture(scope="class")
     def plugin_project(self, project, dbt_profile_target, tmp_path_factory):
         """A second project with the same model, published by the plugin into its own landing zone
-        and schema."""
+        and schema. It installs the package too, as a project run locally with the plugin and in
+        dbt Cloud with the package does."""
         root = tmp_path_factory.mktemp("plugin_project")
         (root / "models").mkdir()
         (root / "landing_zone").mkdir()
@@ -80,6 +81,8 @@ class TestPluginAndPackageAgree(InPackageMode):
         (root / "profiles.yml").write_text(
             yaml.safe_dump({"plugin": {"target": "default", "outputs": {"default": target}}})
         )
+        (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+        run_dbt(["deps", "--project-dir", str(root), "--profiles-dir", str(root)])
         return root
 
     def test_same_landing_zone_and_mirror(self, project, landing_zone, plugin_project, tmp_path):
