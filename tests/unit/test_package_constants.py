@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dbt.adapters.openmirror.package.constants import CONSTANTS_FILE, constants, render
 from tests.support.package_macros import PackageMacros
@@ -50,3 +51,13 @@ def test_package_macros_spell_no_shared_value(path):
     code = re.sub(r"\{#.*?#\}", "", path.read_text(encoding="utf-8"), flags=re.S)
     found = [value for value in _literals() if re.search(rf"""['"]{re.escape(value)}['"/]""", code)]
     assert found == []
+
+
+def test_the_plugin_and_the_package_are_two_dbt_projects():
+    """dbt loads the plugin's macros as an internal project named by the plugin, and refuses two
+    projects of one name: a project that installs the package must still run with the plugin."""
+    from dbt.adapters.openmirror import Plugin
+
+    plugin = yaml.safe_load((Path(Plugin.include_path) / "dbt_project.yml").read_text())["name"]
+    package = yaml.safe_load((MACROS.parent / "dbt_project.yml").read_text())["name"]
+    assert Plugin.project_name == plugin != package

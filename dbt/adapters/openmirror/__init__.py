@@ -12,5 +12,7 @@ Plugin = AdapterPlugin(
     adapter=OpenMirrorAdapter,  # type: ignore[arg-type]
     credentials=OpenMirrorCredentials,
     include_path=openmirror.PACKAGE_PATH,
+    # Its dbt_project.yml's name: the package at the repository root is `dbt_openmirror`.
+    project_name="dbt_openmirror_adapter",
     dependencies=["spark"],
 )
