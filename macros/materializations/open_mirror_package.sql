@@ -151,6 +151,7 @@
       'base_run_id': snapshot_run if load == loads.incremental else none, 'load': load, 'reason': reason,
       'staged_sequence': om.openmirror_next_staged_sequence(manifest, settings.table_folder),
       'staged_folder': staged_folder, 'rows': counts.values() | sum, 'marker_counts': tojson(counts),
+      'relation': target_relation | string,
   } -%}
   {%- do om.openmirror_record_run(manifest, run, states.staging) -%}
 

@@ -23,6 +23,17 @@
     {{ om.openmirror_manifest_ddl(manifest, settings.landing_zone) }}
   {%- endcall -%}
   {%- do om.openmirror_check_manifest_landing_zone(manifest, settings) -%}
+  {#- A manifest created by an earlier version lacks the columns added since (null in its rows). -#}
+  {%- set present = adapter.get_columns_in_relation(manifest) | map(attribute='name') | map('lower') | list -%}
+  {%- set missing = [] -%}
+  {%- for name, data_type in om.openmirror_constants().manifest_columns if name not in present -%}
+    {%- do missing.append(name ~ ' ' ~ data_type) -%}
+  {%- endfor -%}
+  {%- if missing -%}
+    {%- call statement('openmirror_manifest_columns') -%}
+      alter table {{ manifest }} add columns ({{ missing | join(', ') }})
+    {%- endcall -%}
+  {%- endif -%}
   {#- `dbt-openmirror publish` adds files to the table's folder behind Spark's back. -#}
   {%- call statement('openmirror_manifest_refresh') -%}refresh table {{ manifest }}{%- endcall -%}
 {%- endmacro -%}

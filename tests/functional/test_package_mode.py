@@ -2,10 +2,13 @@
 `type: spark` connection, stages runs; `dbt-openmirror publish` publishes them. After every
 publish, replaying the landing zone in file order gives exactly the model output."""
 
+import json
+
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.openmirror.package.publish import PackagePublisher, read_manifest
+from dbt.adapters.openmirror.package.constants import manifest_columns
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
@@ -35,6 +38,7 @@ from tests.support.package_mode import (
 )
 
 COLUMNS = "as t(id, name, amount)"
+MANIFEST_COLUMNS = manifest_columns()
 #: A package-mode twin of behaviour the default run tests in plugin mode: extended tier.
 PLUGIN_TWIN = pytest.mark.extended
 
@@ -151,7 +155,7 @@ class TestPackageMode(InPackageMode):
         warehouse.run(
             f"insert into {schema}.openmirror_manifest select 'lost-run', model, table_folder, key_columns, "
             f"base_run_id, load, reason, staged_sequence + 1, '_scratchPad/dbt-openmirror/lost-run', rows, "
-            f"marker_counts, 'staging', current_timestamp() from {schema}.openmirror_manifest "
+            f"marker_counts, 'staging', current_timestamp(), relation from {schema}.openmirror_manifest "
             f"where run_id = '{staged_row['run_id']}' and state = 'staging'"
         )
         lost = landing_zone / "_scratchPad" / "dbt-openmirror" / "lost-run"
@@ -228,6 +232,25 @@ class TestPackageModeWithoutKeyHashes(InPackageMode):
             message = run_dbt(["run", "--vars", typed], expect_pass=False)[0].message
             assert f"--vars {typed[1:].split(':')[0]} must be true or false" in message, message
         assert tree_digest(landing_zone) == before
+
+
+class TestAManifestOfAnEarlierVersion(InPackageMode):
+    """A manifest table created before runs recorded their relation gains the column; each run
+    records `{{ this }}`, which the journal then names as the table folder's publisher (two
+    targets of one model are told apart by it)."""
+
+    def test_the_relation_is_added_and_recorded(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        manifest = f"{schema}.openmirror_manifest"
+        older = [f"{name} {data_type}" for name, data_type in MANIFEST_COLUMNS if name != "relation"]
+        location = landing_zone / MANIFEST_FOLDER
+        project.run_sql(f"create table {manifest} ({', '.join(older)}) using parquet location '{location}'")
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)")
+        assert [r.relation for r in publish(landing_zone)] == [f"{schema}.customers"]
+        assert "relation" in {str(row[0]) for row in project.run_sql(f"describe {manifest}", fetch="all")}
+        folder = table_folder(landing_zone, schema, "customers")
+        assert json.loads((folder / "_dbt_openmirror.json").read_text())["owner"] == f"{schema}.customers"
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
 @PLUGIN_TWIN

@@ -26,6 +26,7 @@ def stage_run(
     recorded_folder: str | None = None,
     model: str = "orders",
     reason: str = "",
+    relation: str | None = None,
 ) -> StagedRun:
     """A staged folder with `parts` change files sharing `rows` (id, amount, __rowMarker__) and
     the manifest rows of `states`, one file each as Spark's inserts write them. The rows record
@@ -53,6 +54,7 @@ def stage_run(
         marker_counts=counts,
         state=states[-1],
         recorded_at=datetime.now(timezone.utc),
+        relation=relation,
     )
     (landing_zone / MANIFEST_FOLDER).mkdir(parents=True, exist_ok=True)
     for state in states:

@@ -631,6 +631,7 @@ MANIFEST_RUNS = [
         "staged_folder": scratch_path("inv-1-abc"),
         "rows": 3,
         "marker_counts": '{"0": 3}',
+        "relation": "analytics.orders",
     },
     {
         "run_id": "inv-2-abc",
@@ -644,6 +645,7 @@ MANIFEST_RUNS = [
         "staged_folder": scratch_path("inv-2-abc"),
         "rows": 0,
         "marker_counts": "{}",
+        "relation": "`it's`.`x y`",
     },
     {
         "run_id": "inv-3-abc",
@@ -657,6 +659,7 @@ MANIFEST_RUNS = [
         "staged_folder": scratch_path("inv-3-abc"),
         "rows": 5,
         "marker_counts": '{"1": 2, "2": 3}',
+        "relation": None,  # staged before the manifest recorded relations
     },
 ]
 

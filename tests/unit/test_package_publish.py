@@ -334,14 +334,24 @@ def test_a_storage_error_in_one_table_does_not_stop_the_others(tmp_path):
     assert (tmp_path / "other").read_text() == "in the way"
 
 
-def test_two_models_staging_into_one_table_folder_are_refused_naming_both(tmp_path):
+# Two publishers of one table folder: two models, or two targets (schemas) of one model.
+PUBLISHERS = {
+    "two models": ({"model": "orders"}, {"model": "orders_v2"}),
+    "two targets": ({"relation": "prod.orders"}, {"relation": "dev.orders"}),
+}
+
+
+@pytest.mark.parametrize("first, second", PUBLISHERS.values(), ids=PUBLISHERS.keys())
+def test_two_publishers_staging_into_one_table_folder_are_refused_naming_both(tmp_path, first, second):
     """Each would rebuild the other's table at every run: the table is not published."""
-    stage_run(tmp_path, "run-a", 1, FIRST, load="full", model="orders")
-    stage_run(tmp_path, "run-b", 2, FIRST, load="full", model="orders_v2")
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", **first)
+    stage_run(tmp_path, "run-b", 2, FIRST, load="full", **second)
     before = tree_digest(tmp_path)
     with pytest.raises(PublishError) as failure:
         _publish(tmp_path)
-    assert "'orders'" in failure.value.msg and "'orders_v2'" in failure.value.msg and FOLDER in failure.value.msg
+    for publisher in (first, second):
+        assert f"'{publisher.get('relation') or publisher['model']}'" in failure.value.msg
+    assert FOLDER in failure.value.msg
     assert tree_digest(tmp_path) == before
 
 
@@ -354,29 +364,37 @@ def test_a_folder_another_model_publishes_is_refused(tmp_path):
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
 
 
+@pytest.mark.parametrize("first, second", PUBLISHERS.values(), ids=PUBLISHERS.keys())
 @pytest.mark.parametrize("reason", ["first publish", "no snapshot records a staged run", FULL_REFRESH])
-def test_a_full_load_takes_a_folder_another_model_publishes_only_on_a_full_refresh(tmp_path, reason):
-    """A full load deletes the folder: one staged because its snapshot was missing is refused, as
-    an incremental run is; one staged by --full-refresh takes the folder over."""
-    stage_run(tmp_path, "run-a", 1, FIRST, load="full", model="orders")
+def test_a_full_load_takes_a_folder_another_publisher_publishes_only_on_a_full_refresh(tmp_path, reason, first, second):
+    """A full load deletes the folder: one staged because its snapshot was missing (a new
+    target's first run) is refused, as an incremental run is; one staged by --full-refresh takes
+    the folder over."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full", **first)
     _publish(tmp_path)
-    stage_run(
-        tmp_path,
-        "run-b",
-        2,
-        [{"id": 9, "amount": 90, "__rowMarker__": 0}],
-        load="full",
-        model="orders_v2",
-        reason=reason,
-    )
+    stage_run(tmp_path, "run-b", 2, [{"id": 9, "amount": 90, "__rowMarker__": 0}], load="full", reason=reason, **second)
     if reason == FULL_REFRESH:
         assert [p.names for p in _publish(tmp_path)] == [["00000000000000000001.parquet"]]
         assert replay(tmp_path / FOLDER) == [{"id": 9, "amount": 90}]
         return
     before = tree_digest(tmp_path / FOLDER)
-    with pytest.raises(PublishError, match="'orders_v2'.*orders publishes.*--full-refresh -s orders_v2"):
+    owner, model = first.get("relation") or first["model"], second.get("model", "orders")
+    with pytest.raises(PublishError, match=f"'{model}'.*, which {owner} publishes.*--full-refresh -s {model}"):
         _publish(tmp_path)
     assert tree_digest(tmp_path / FOLDER) == before
+
+
+def test_a_journal_naming_the_bare_model_accepts_its_runs_that_record_a_relation(tmp_path):
+    """Runs staged before the manifest recorded relations were journaled under the model's name."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    assert record(tmp_path)["owner"] == "orders"
+    stage_run(tmp_path, "run-b", 2, SECOND, base_run_id="run-a", relation="prod.orders")
+    assert [p.names for p in _publish(tmp_path)] == [["00000000000000000002.parquet"]]
+    assert record(tmp_path)["owner"] == "prod.orders"
+    stage_run(tmp_path, "run-c", 3, [{"id": 9, "amount": 90, "__rowMarker__": 0}], load="full", relation="dev.orders")
+    with pytest.raises(PublishError, match="which prod.orders publishes"):
+        _publish(tmp_path)
 
 
 @pytest.mark.parametrize("reason", ["first publish", "no snapshot records a staged run"])

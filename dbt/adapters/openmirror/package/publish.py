@@ -71,6 +71,8 @@ MANIFEST_SCHEMA = pa.schema(
         ("marker_counts", pa.string()),
         ("state", pa.string()),
         ("recorded_at", pa.timestamp("us", tz="UTC")),
+        # Added later (`openmirror_ensure_manifest` adds it to older tables): null in their rows.
+        ("relation", pa.string()),
     ]
 )
 
@@ -92,6 +94,15 @@ class StagedRun:
     marker_counts: dict[str, int]
     state: str
     recorded_at: datetime
+    #: The model's relation (`{{ this }}`), which tells two targets of one model apart; None in
+    #: rows staged before the manifest recorded it.
+    relation: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Who publishes the table folder, as its journal records it: the relation, as the
+        plugin records its own (the model's name for runs staged before relations were)."""
+        return self.relation or self.model
 
     @classmethod
     def from_row(cls, row: dict) -> "StagedRun":
@@ -125,6 +136,7 @@ class StagedRun:
             marker_counts=_marker_counts(row),
             state=state,
             recorded_at=_field(row, "recorded_at", datetime, "a timestamp"),
+            relation=_field(row, "relation", (str, type(None)), "a relation") or None,
         )
 
     def to_row(self, state: str) -> dict:
@@ -356,10 +368,10 @@ class PackagePublisher:
         return published
 
     def _publish_table(self, table_folder: str, runs: list[StagedRun]) -> list[PublishedRun]:
-        models = sorted({r.model for r in runs})
-        if len(models) > 1:
+        owners = sorted({r.owner for r in runs})
+        if len(owners) > 1:
             raise PublishError(
-                f"models {', '.join(repr(m) for m in models)} all staged runs for {table_folder}: "
+                f"models {', '.join(repr(m) for m in owners)} all staged runs for {table_folder}: "
                 "two models (or two targets) must not publish into one table folder, each would "
                 "rebuild the other's table. Nothing of it was published; give one of them another "
                 "mirror_table, mirror_schema or landing_zone."
@@ -432,7 +444,8 @@ class PackagePublisher:
         holding files no journal of ours accounts for (a full load would delete them)."""
         location = f"{self.storage.location}/{run.table_folder}"
         take_over = f"run `dbt run --full-refresh -s {run.model}` to take the folder over."
-        if state.owner is not None and state.owner != run.model:
+        # A journal naming the bare model was written before runs recorded their relation.
+        if state.owner is not None and state.owner not in (run.owner, run.model):
             raise PublishError(
                 f"Model '{run.model}' staged run {run.run_id} for {location}, which {state.owner} "
                 "publishes: two models (or two targets) must not publish into one table folder. Nothing "
@@ -482,7 +495,7 @@ class PackagePublisher:
                 run.run_id,
                 full_load=run.load == FULL,
                 rebuild=run.load == FULL and state.exists,
-                owner=run.model,
+                owner=run.owner,
             )
         except StagedFilesChangedError as exc:
             # The runs staged after it hold only their own changes: the table needs all of it again.
