@@ -36,6 +36,13 @@
 
 {%- macro openmirror_package_settings() -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {#- config.py's _relation_name: Spark's catalog lower-cases the names dbt's cache keeps as given. -#}
+  {%- if this.schema != this.schema | lower or this.identifier != this.identifier | lower -%}
+    {%- do om.openmirror_fail("Spark's catalog names the relation " ~ this.schema ~ "." ~ this.identifier
+        ~ " in lower case (" ~ this.schema | lower ~ "." ~ this.identifier | lower ~ "), and dbt cannot track it "
+        ~ "under both spellings. Spell the schema and alias in lower case; mirror_schema and mirror_table "
+        ~ "name the landing-zone folders in any case.") -%}
+  {%- endif -%}
   {%- set unique_key = config.get('unique_key') -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
   {%- if not keys or keys is string or keys is mapping or keys is not iterable -%}

@@ -25,6 +25,7 @@ BAD_MODELS = {
     "collated_key.sql": "{{ config(materialized='open_mirror', unique_key=['id', 'region']) }}\n"
     "select id, collate(region, 'UTF8_LCASE') as region from {{ target.schema }}.src",
     "guarded.sql": _model("unique_key='id'"),
+    "upper_alias.sql": _model("unique_key='id', alias='Orders'"),
     "marker_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
     "select id, 1 as __RowMarker__ from {{ target.schema }}.src",
 }
@@ -60,6 +61,7 @@ class TestBadInput:
             ("map_key", ["'map_key'", "'m'", "map<string,string>"]),
             ("collated_key", ["'collated_key'", "'region'", "string collate UTF8_LCASE", "'UTF8_BINARY'"]),
             ("marker_column", ["'marker_column'", "'__RowMarker__'", "rename the column"]),
+            ("upper_alias", ["'upper_alias'", ".Orders", ".orders)", "in lower case"]),
         ],
     )
     def test_config_and_name_errors(self, project, landing_zone, model, expected):

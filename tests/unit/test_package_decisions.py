@@ -167,6 +167,20 @@ def test_config_choices_agree(config):
         assert setting in jinja_error
 
 
+@pytest.mark.parametrize(
+    "schema, identifier", [("sales", "orders"), ("Sales", "orders"), ("sales", "Orders"), ("sales", "order_Lines")]
+)
+def test_relation_names_agree(schema, identifier):
+    """Spark lower-cases catalog names: a relation dbt spells otherwise is refused before anything runs."""
+    config = {"unique_key": "id"}
+    python, python_error = _python(lambda: mirror_config("m", schema, identifier, config), MirrorConfigError)
+    this = SimpleNamespace(schema=schema, identifier=identifier)
+    package = PackageMacros(config=config, variables={"openmirror_landing_zone": LANDING_ZONE}, this=this)
+    _, jinja_error = _jinja(package.openmirror_package_settings)
+    assert jinja_error == python_error
+    assert (python_error is None) == (f"{schema}.{identifier}" == f"{schema}.{identifier}".lower())
+
+
 def test_on_schema_change_ignore_is_refused_in_package_mode_only():
     """'ignore' publishes fewer columns than the snapshot keeps, which package mode's snapshot
     cannot do: documented, and refused with a message that says so."""

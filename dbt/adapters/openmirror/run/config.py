@@ -115,6 +115,18 @@ def _folder_name(model: str, setting: str, value: str) -> str:
     return value
 
 
+def _relation_name(model: str, schema: str, identifier: str) -> None:
+    """Spark's catalog lower-cases schema and table names: dbt's relation cache would then hold
+    two spellings of each relation the run renames, and stop the run after it published."""
+    if schema != schema.lower() or identifier != identifier.lower():
+        raise MirrorConfigError(
+            f"Model '{model}': Spark's catalog names the relation {schema}.{identifier} in lower case "
+            f"({schema.lower()}.{identifier.lower()}), and dbt cannot track it under both spellings. "
+            "Spell the schema and alias in lower case; mirror_schema and mirror_table name the "
+            "landing-zone folders in any case."
+        )
+
+
 def _whole_number(model: str, name: str, value: Any, default: int, minimum: int) -> int:
     if value is None:
         return default
@@ -133,6 +145,7 @@ def _flag(model: str, name: str, value: Any, default: bool) -> bool:
 
 def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource) -> MirrorConfig:
     """Validate a model's config; defaults follow the model's schema and identifier."""
+    _relation_name(model, schema, identifier)
     mirror_schema: str | None = config.get("mirror_schema")
     if mirror_schema is None:
         mirror_schema = schema
