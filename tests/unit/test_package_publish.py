@@ -57,26 +57,36 @@ def test_a_run_without_changes_moves_the_chain_on_without_a_file(tmp_path):
     assert record(tmp_path)["lastRunId"] == "run-c"
 
 
-def test_a_broken_chain_stops_the_table_and_says_what_to_do(tmp_path):
-    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
-    stage_run(tmp_path, "run-c", 2, SECOND, base_run_id="run-b")  # run-b was lost
-    with pytest.raises(PublishError) as failure:
-        _publish(tmp_path)
-    assert "holds the changes since run run-b" in failure.value.msg
-    assert "holds run run-a last" in failure.value.msg
-    assert "dbt run --full-refresh -s orders" in failure.value.msg
-    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+def _lose_run_b(landing_zone):
+    stage_run(landing_zone, "run-c", 2, SECOND, base_run_id="run-b")
 
 
-def test_a_run_whose_staged_files_were_removed_says_what_to_do(tmp_path):
+def _remove_run_bs_files(landing_zone):
+    stage_run(landing_zone, "run-b", 2, SECOND, base_run_id="run-a")
+    shutil.rmtree(landing_zone / "_scratchPad/dbt-openmirror/run-b")
+
+
+@pytest.mark.parametrize(
+    "break_the_chain, expected",
+    [
+        (_lose_run_b, ["holds the changes since run run-b", "holds run run-a last"]),
+        (
+            _remove_run_bs_files,
+            [
+                "staged files in _scratchPad/dbt-openmirror/run-b hold 0 rows in 0 files",
+                "removed or changed after they were staged",
+            ],
+        ),
+    ],
+    ids=["a lost run", "a run's files removed"],
+)
+def test_a_run_that_cannot_be_published_stops_the_table_and_says_what_to_do(tmp_path, break_the_chain, expected):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
-    stage_run(tmp_path, "run-b", 2, SECOND, base_run_id="run-a")
-    shutil.rmtree(tmp_path / "_scratchPad/dbt-openmirror/run-b")
+    break_the_chain(tmp_path)
     with pytest.raises(PublishError) as failure:
         _publish(tmp_path)
-    assert "staged files in _scratchPad/dbt-openmirror/run-b hold 0 rows in 0 files" in failure.value.msg
-    assert "removed or changed after they were staged" in failure.value.msg
-    assert "dbt run --full-refresh -s orders" in failure.value.msg
+    for fragment in [*expected, "dbt run --full-refresh -s orders"]:
+        assert fragment in failure.value.msg
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
 
 
