@@ -15,7 +15,7 @@
       "properties": {"staged_run_id": "openmirror.staged_run_id", "key_columns": "openmirror.key_columns", "landing_zone": "openmirror.landing_zone", "table_folder": "openmirror.table_folder", "published_columns": "openmirror.published_columns", "held": "openmirror.held", "manifest": "openmirror.manifest", "created_by": "openmirror.created_by", "manifest_landing_zone": "openmirror.landing_zone", "hashes_run_id": "openmirror.run_id", "hashes_columns": "openmirror.hash_columns"},
       "reasons": {"first_publish": "first publish", "full_refresh": "--full-refresh"},
       "reserved": {"row_marker": "__rowMarker__", "row_marker_lower": "__rowmarker__", "internal_prefix": "__openmirror_"},
-      "run_id_pattern": "(?!(?i:manifest|leases)\\Z|(?i:probe-))[A-Za-z0-9-]+",
+      "run_id_pattern": "(?!(?i:manifest|leases)\\Z|(?i:probe\\-))[A-Za-z0-9-]+",
       "run_id_rule": "letters, digits and '-', and not manifest, leases or probe-*",
       "staging_root": "_scratchPad/dbt-openmirror",
       "states": {"staging": "staging", "held": "held", "staged": "staged", "discarded": "discarded", "published": "published", "superseded": "superseded"},

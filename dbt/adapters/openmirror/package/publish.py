@@ -50,6 +50,8 @@ HELD = "held"
 #: A staged run a later full load of its table made moot (that load holds the whole table): never
 #: published, so that a run `dbt-openmirror publish` refused does not stop the table for good.
 SUPERSEDED = "superseded"
+#: The states `dbt-openmirror publish` records last, each in a file of its own per run.
+_FINAL_STATES = (PUBLISHED, SUPERSEDED)
 FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
 _STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3, SUPERSEDED: 3}
@@ -390,7 +392,7 @@ class PackagePublisher:
         try:
             # Another publisher may have published some of them since the manifest was read.
             done = set(self.storage.list_names(MANIFEST_FOLDER))
-            runs = [r for r in runs if not {_final_name(r.run_id, s) for s in (PUBLISHED, SUPERSEDED)} & done]
+            runs = [r for r in runs if not any(_final_name(r.run_id, state) in done for state in _FINAL_STATES)]
             self._finish_interrupted(table_folder, runs, fence)
             published = []
             # A full load holds the whole table: the runs staged before the last one are moot.

@@ -35,12 +35,15 @@ MANIFEST_FOLDER = f"{STAGING_ROOT}/manifest"
 LEASE_FOLDER = f"{STAGING_ROOT}/leases"
 PROBE_FOLDER_PREFIX = f"{STAGING_ROOT}/probe-"
 
+_OWN_NAMES = [folder.rpartition("/")[2] for folder in (MANIFEST_FOLDER, LEASE_FOLDER)]
+_OWN_PREFIX = PROBE_FOLDER_PREFIX.rpartition("/")[2]
+
 SEQUENCE_DIGITS = 20
 # Run ids name staged folders, so they are plain (Spark never sees user-chosen characters in a
 # path), and never name one of our own folders, in any case: discarding such a run (an id read
 # from a manifest, journal or lease anyone can edit) would delete that folder.
-RUN_ID_PATTERN = re.compile(r"(?!(?i:manifest|leases)\Z|(?i:probe-))[A-Za-z0-9-]+")
-RUN_ID_RULE = "letters, digits and '-', and not manifest, leases or probe-*"
+RUN_ID_PATTERN = re.compile(rf"(?!(?i:{'|'.join(_OWN_NAMES)})\Z|(?i:{re.escape(_OWN_PREFIX)}))[A-Za-z0-9-]+")
+RUN_ID_RULE = f"letters, digits and '-', and not {', '.join(_OWN_NAMES)} or {_OWN_PREFIX}*"
 MAX_NAME_LENGTH = 128
 # Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls.
 FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
