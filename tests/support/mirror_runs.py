@@ -50,6 +50,7 @@ class Project:
             landing_zone=str(self.landing_zone),
             staging_mode=lambda: "direct",
             model_inputs=lambda sql, context: self.inputs,
+            table_folders=lambda: None,
             interrupted=lambda: False,
             warn=self.warned.append,
             info=print,

@@ -9,7 +9,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyhive.exc import OperationalError
 from TCLIService.ttypes import TExecuteStatementResp, TStatus, TStatusCode
 
-from dbt.adapters.openmirror.spark.statement_errors import error_text, short_cause
+from dbt.adapters.openmirror.spark.statement_errors import ADVICE, error_text, short_cause
 
 TEXTS = Path(__file__).parent / "spark_error_texts"
 
@@ -58,6 +58,13 @@ def _captured(name):
 )
 def test_the_cause_is_the_exception_class_and_its_message(name, expected):
     assert short_cause(*_captured(name)) == expected
+
+
+@pytest.mark.parametrize("method", ["session", "thrift"])
+def test_a_folder_in_the_way_of_a_table_says_what_to_do(method):
+    cause, advice = short_cause(*_captured(f"{method}_location_exists")).split("\n")
+    assert cause.startswith("SparkRuntimeException: [LOCATION_ALREADY_EXISTS] Cannot name the managed table as")
+    assert "/warehouse/t_orphan' already exists" in cause and advice == ADVICE["LOCATION_ALREADY_EXISTS"]
 
 
 @pytest.mark.parametrize("method", ["session", "thrift"])

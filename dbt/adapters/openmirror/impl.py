@@ -38,6 +38,7 @@ from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, recorded_snapshot
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs, model_inputs
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
+from dbt.adapters.openmirror.spark.table_folders import SessionTableFolders, TableFolders
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.root import check_root
 
@@ -83,6 +84,7 @@ class OpenMirrorAdapter(SparkAdapter):
                 logger.debug,
             ),
             model_inputs=self._model_inputs,
+            table_folders=self._table_folders,
             interrupted=cast(OpenMirrorConnectionManager, self.connections).interrupted.is_set,
             warn=warn,
             info=logger.info,
@@ -99,6 +101,13 @@ class OpenMirrorAdapter(SparkAdapter):
         # The session dbt-spark's session connection runs every statement on (already open: dbt
         # filled its relation cache through it).
         return model_inputs(SparkSession.builder.getOrCreate(), sql, context)
+
+    def _table_folders(self) -> TableFolders | None:
+        if self.config.credentials.method != SparkConnectionMethod.SESSION:
+            return None  # the Thrift server's warehouse is out of reach
+        from pyspark.sql import SparkSession
+
+        return SessionTableFolders(SparkSession.builder.getOrCreate())
 
     @cached_property
     def held_changes(self) -> HeldChanges:

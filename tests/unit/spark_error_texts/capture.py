@@ -2,7 +2,9 @@
 Thrift connections raise them, into this folder (one JSON file per case). Run it again after
 upgrading Spark:
 
-    python -m tests.unit.spark_error_texts.capture
+    python -m tests.unit.spark_error_texts.capture [CASE ...]
+
+(all cases, or only those named).
 
 It starts a local session, then a cluster with its Thrift server on loopback (about a minute).
 """
@@ -11,6 +13,7 @@ import importlib.util
 import json
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +34,11 @@ CASES = {
     "write_under_file": ["insert overwrite directory 'file:///etc/hostname/x' using parquet select 1 as a"],
     "corrupt_parquet": ["select * from parquet.`file://{corrupt}`"],
     "cancelled": ["select count(*) from range(100000000000) where hash(id) = 7"],
+    # A folder no table uses where a managed table's would go (a create cut off halfway leaves one).
+    "location_exists": [
+        "insert overwrite directory 'file://{warehouse}/t_orphan' using parquet select 1 as a",
+        "create table t_orphan using parquet as select 1 as x",
+    ],
 }
 
 
@@ -43,13 +51,13 @@ def _corrupt_folder(work: Path) -> Path:
     return folder
 
 
-def _capture(connection, method: str, name: str, statements, corrupt: Path, cancel=None) -> None:
+def _capture(connection, method: str, name: str, statements, places: dict, cancel=None) -> None:
     connection.cursor()
     try:
         for sql in statements:
             if cancel is not None and sql is statements[-1]:
                 threading.Timer(4, cancel).start()
-            connection.execute(sql.format(corrupt=corrupt))
+            connection.execute(sql.format(**places))
             connection.fetchall()
     except Exception as exc:
         kind, text = error_text(exc)
@@ -65,7 +73,7 @@ def _capture(connection, method: str, name: str, statements, corrupt: Path, canc
         raise AssertionError(f"{method} {name}: no error")
 
 
-def capture_session(work: Path, corrupt: Path) -> None:
+def capture_session(work: Path, corrupt: Path, cases: dict) -> None:
     from dbt.adapters.spark.session import Connection, SessionConnectionWrapper
     from pyspark import SparkContext
 
@@ -81,16 +89,18 @@ def capture_session(work: Path, corrupt: Path) -> None:
             }
         )
     )
-    for name, statements in CASES.items():
+    places = {"corrupt": corrupt, "warehouse": spark / "warehouse"}
+    for name, statements in cases.items():
         cancel = SparkContext._active_spark_context.cancelAllJobs if name == "cancelled" else None
-        _capture(connection, "session", name, statements, corrupt, cancel)
-    # A Python-side py4j failure: the JVM is gone.
-    os.kill(SparkContext._gateway.proc.pid, signal.SIGKILL)
-    time.sleep(1)
-    _capture(connection, "session", "jvm_gone", ["select 1"], corrupt)
+        _capture(connection, "session", name, statements, places, cancel)
+    if cases is CASES:
+        # A Python-side py4j failure: the JVM is gone.
+        os.kill(SparkContext._gateway.proc.pid, signal.SIGKILL)
+        time.sleep(1)
+        _capture(connection, "session", "jvm_gone", ["select 1"], places)
 
 
-def capture_thrift(work: Path, corrupt: Path) -> None:
+def capture_thrift(work: Path, corrupt: Path, cases: dict) -> None:
     from dbt.adapters.spark.connections import PyhiveConnectionWrapper
     from pyhive import hive
 
@@ -98,23 +108,25 @@ def capture_thrift(work: Path, corrupt: Path) -> None:
     cluster = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cluster)
     endpoint = cluster.start(work / "cluster", cluster._free_port())
+    places = {"corrupt": corrupt, "warehouse": work / "cluster" / "warehouse"}
     try:
-        for name, statements in CASES.items():
+        for name, statements in cases.items():
             connection = PyhiveConnectionWrapper(
                 hive.connect(host=endpoint["host"], port=endpoint["port"], username="dbt"), 1, None, 0
             )
             cancel = connection.cancel if name == "cancelled" else None
-            _capture(connection, "thrift", name, statements, corrupt, cancel)
+            _capture(connection, "thrift", name, statements, places, cancel)
     finally:
         cluster.stop(work / "cluster")
 
 
 def main() -> None:
+    cases = {name: CASES[name] for name in sys.argv[1:]} or CASES
     with tempfile.TemporaryDirectory() as temporary:
         work = Path(temporary)
         corrupt = _corrupt_folder(work)
-        capture_thrift(work, corrupt)
-        capture_session(work, corrupt)
+        capture_thrift(work, corrupt, cases)
+        capture_session(work, corrupt, cases)
 
 
 if __name__ == "__main__":

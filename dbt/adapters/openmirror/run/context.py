@@ -8,6 +8,7 @@ from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.statements import Catalog, Statements
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
+from dbt.adapters.openmirror.spark.table_folders import TableFolders
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 
@@ -24,6 +25,8 @@ class RunContext:
     staging_mode: Callable[[], str]
     #: What a model's compiled SQL reads, with what else decides its output (spark/model_inputs.py).
     model_inputs: Callable[[str, Sequence[str]], ModelInputs]
+    #: The warehouse folders of tables, where dbt's process reaches them (spark/table_folders.py).
+    table_folders: Callable[[], TableFolders | None]
     #: dbt was cancelled (Ctrl-C) while a model ran.
     interrupted: Callable[[], bool]
     #: Log a warning about the running model (an error under --warn-error).

@@ -19,10 +19,7 @@ from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.overlay import drop_stale_layers
-from dbt.adapters.openmirror.run.relations import HASHES, RunRelations, beside
-
-#: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile.
-AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
+from dbt.adapters.openmirror.run.relations import AUDIT_BASE, AUDIT_BASE_HASHES, HASHES, RunRelations, beside
 
 
 @dataclass

@@ -54,6 +54,7 @@ from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_p
 from dbt.adapters.openmirror.run.config import AFTER_TESTS, IGNORE, MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
+from dbt.adapters.openmirror.run.folder_repair import repair_table_folders
 from dbt.adapters.openmirror.run.held_changes import HeldChange, HeldChanges
 from dbt.adapters.openmirror.run.overlay import (
     Candidates,
@@ -124,9 +125,16 @@ class MirrorRun:
     # -- entry points --------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """One run publishes a table at a time; it first finishes what an interrupted run left."""
+        """One run publishes a table at a time; it first finishes what an interrupted run left:
+        the folders of the tables it writes, then (a publishing run) the publish."""
         if self.publishes:
             self._acquire_lease()
+        written, catalog = self.relations.written(), self.context.catalog
+        catalog.refresh(written)
+        folders = self.context.table_folders()
+        if folders is not None:
+            repair_table_folders(folders, catalog, self.mirror.model, written, self._warn)
+        if self.publishes:
             self._recover()
 
     def inputs_unchanged(self, existing: Any | None, compiled_sql: str, definition: str, reconcile: bool) -> bool:
@@ -417,11 +425,6 @@ class MirrorRun:
     def _recover(self) -> None:
         """Finish or discard a publish an interrupted run left journaled, and its leftovers."""
         lease, relations, mirror = self._held_lease(), self.relations, self.mirror
-        overlays = [relations.overlay(slot) for slot in OVERLAY_SLOTS]
-        self.context.catalog.refresh(
-            [relations.target, relations.new_output, relations.backup, relations.previous_hashes, relations.base]
-            + overlays
-        )
         promote: list[Callable[[], None]] = [self._replace_snapshot]
 
         def crashed_output(pending: PendingPublish) -> CrashedRunOutput:

@@ -4,8 +4,13 @@ and `make_backup_relation` give them."""
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS
+
 #: The key hashes beside a snapshot (planning/hash_diff.py).
 HASHES = "__om_hashes"
+#: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile
+#: (run/held_changes.py).
+AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
 
 
 def beside(relation: Any, suffix: str) -> Any:
@@ -31,10 +36,21 @@ class RunRelations:
     model_output: Any
     #: An overlaid snapshot's base table (planning/overlay.py).
     base: Any
+    publishes: bool
 
     def overlay(self, slot: str) -> Any:
         """One of the two overlay tables of an overlaid snapshot (planning/overlay.py)."""
         return beside(self.target, f"__om_overlay_{slot}")
+
+    def written(self) -> list[Any]:
+        """Every table a run of this kind creates, renames or drops: a publishing run's are the
+        snapshot's too (`{{ this }}`, its hashes, base, overlays and what a held change keeps)."""
+        work = [self.new_output, self.new_hashes, self.changes, self.model_output]
+        if not self.publishes:
+            return work
+        kept = [beside(self.target, suffix) for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES)]
+        overlays = [self.overlay(slot) for slot in OVERLAY_SLOTS]
+        return [self.target, self.backup, self.previous_hashes, self.base, *overlays, *work, *kept]
 
     @classmethod
     def of(cls, this: Any, publishes: bool) -> "RunRelations":
@@ -49,4 +65,5 @@ class RunRelations:
             changes=beside(target, f"{prefix}_changes"),
             model_output=beside(target, f"{prefix}_model_output"),
             base=beside(target, "__om_base"),
+            publishes=publishes,
         )

@@ -26,6 +26,15 @@ _PLAN_FOLLOWS = re.compile(r"; line \d+ pos \d+;$")
 _PY4J_CALL = re.compile(r"^An error occurred while calling \S+\.\n: ")
 # The Thrift server's wrapper: "Error running query: [ERROR_CLASS] org.apache...Exception: ...".
 _RUNNING_QUERY = re.compile(r"^Error running query: (\[[\w.]+\] )?")
+#: What to do about an error, by Spark's error class, where the cause is known.
+ADVICE = {
+    "LOCATION_ALREADY_EXISTS": (
+        "No table uses that folder: a run stopped halfway through creating, renaming or dropping a table "
+        "(killed, or its machine lost) leaves one. If a table of the model reads no rows since, the folder "
+        "holds them (a rename stopped halfway): move it back to that table's folder; otherwise delete it. "
+        "open_mirror models on a `method: session` profile do this themselves."
+    ),
+}
 
 
 def error_text(exc: BaseException) -> tuple[str, str]:
@@ -53,7 +62,8 @@ def short_cause(kind: str, text: str) -> str:
     root_class, root_message = throwables[-1]
     if len(throwables) > 1 and root_message.split("\n", 1)[0] not in head_message:
         summary += "\ncaused by " + _describe(root_class, root_message)
-    return summary
+    advice = [ADVICE[error_class] for error_class in ADVICE if f"[{error_class}]" in summary]
+    return "\n".join([summary, *advice])
 
 
 def _throwables(text: str) -> list[tuple[str | None, str]]:

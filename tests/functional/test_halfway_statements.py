@@ -1,0 +1,147 @@
+"""A run crashed inside one of Spark's statements that change a table's folder (a create, a
+rename or a drop of a managed table, tests/support/halfway_statements.py): the next `dbt run`
+puts the folders back in step with the catalog and recovers. Each statement of a run is cut off
+in turn; after every recovery the landing zone replays to the model's complete output,
+`{{ this }}` holds it, and every folder of the schema belongs to a table."""
+
+import pytest
+from pyspark.sql import SparkSession
+
+from dbt.adapters.openmirror.errors import SparkStatementError
+from tests.functional.test_crash_recovery import (
+    FLAGGED_A,
+    FLAGGED_B,
+    INCREMENTAL_MODEL,
+    MODEL,
+    STATE_A,
+    STATE_B,
+    _divergence,
+    _run,
+)
+from tests.functional.test_publish_modes import HOOK
+from tests.support.halfway_statements import cut_off_at, stray_folders
+from tests.support.mirror import model_output, normalized, set_source
+
+
+def _first_of_its_kind(statements: list[str], point: int) -> bool:
+    kind = statements[point - 1].split(" ", 1)[0]
+    return not any(s.startswith(f"{kind} ") for s in statements[: point - 1])
+
+
+def sweep(
+    project, warehouse, landing_zone, states, args, expected_sql, every_point=True, recovery=None
+) -> tuple[list[str], list[str]]:
+    """`states[0]` is published in full, the states between with `args`; the run publishing the
+    last state is cut off at its N-th statement (N = 1, 2, ...), then the next runs (with the
+    arguments of `recovery`, by default one run with `args`) recover. A run that cuts off nothing
+    counts the statements first; without `every_point`, only the renames and the first create and drop are
+    cut off. The statements counted, and what was wrong after each recovery."""
+    schema = project.test_schema
+    spark = SparkSession.builder.getOrCreate()
+
+    def published_then_cut(cut_at: int, seen: list[str]):
+        set_source(warehouse, schema, states[0])
+        assert _run(["run", "--full-refresh"])[0].status in ("success", "warn")
+        for state in states[1:-1]:
+            set_source(warehouse, schema, state)
+            assert _run(args)[0].status in ("success", "warn")
+        set_source(warehouse, schema, states[-1])
+        with cut_off_at(cut_at, seen):
+            try:
+                return _run(args)[0].status
+            except SparkStatementError:  # cut off in the on-run-end hook, which dbt raises
+                return "error"
+
+    counted: list[str] = []
+    assert published_then_cut(0, counted) in ("success", "warn")
+    problems = []
+    for point, statement in enumerate(counted, start=1):
+        if not (every_point or statement.startswith("rename ") or _first_of_its_kind(counted, point)):
+            continue
+        seen: list[str] = []
+        crashed = published_then_cut(point, seen)
+        problem = "" if crashed == "error" and seen == counted[:point] else f"cut off {seen}; "
+        for run_args in recovery or [args]:
+            recovered = _run(run_args)
+            if recovered[0].status not in ("success", "warn"):
+                problem += f"recovery {run_args} failed: {recovered[0].message}; "
+        problem += _divergence(project, warehouse, landing_zone, "customers", expected_sql)
+        expected = normalized(model_output(warehouse, expected_sql.format(schema=schema)))
+        if normalized(model_output(warehouse, f"select * from {schema}.customers")) != expected:
+            problem += "; {{ this }} != model output"
+        stray = stray_folders(spark, schema)
+        if stray:
+            problem += f"; stray folders {stray}"
+        if problem:
+            problems.append(f"{statement}: {problem}")
+    return counted, problems
+
+
+def renamed(statements: list[str], to: str) -> bool:
+    return any(s.startswith("rename ") and s.endswith(f".customers{to}") for s in statements)
+
+
+CANDIDATES = "select id, name, amount, updated_at from {schema}.src where not deleted"
+HELD_MODEL = MODEL.replace("max_rows_per_file=2,", "max_rows_per_file=2, publish='after_tests',")
+
+
+class TestCandidateRunsCutOffHalfway:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": INCREMENTAL_MODEL}
+
+    def test_the_first_candidate_run(self, project, warehouse, landing_zone, request):
+        # Every statement in the extended tier, each kind by default.
+        every_point = request.config.getoption("--extended")
+        states = [FLAGGED_A, FLAGGED_B]
+        cut, problems = sweep(project, warehouse, landing_zone, states, ["run"], CANDIDATES, every_point)
+        assert problems == []
+        # The snapshot table renamed to the base of an overlaid snapshot; work tables created and dropped.
+        assert renamed(cut, "__om_base") and sum(c.startswith("create") for c in cut) >= 2, cut
+
+    @pytest.mark.extended
+    def test_a_candidate_run_on_an_overlaid_snapshot(self, project, warehouse, landing_zone):
+        states = [FLAGGED_A, FLAGGED_B, FLAGGED_A]
+        cut, problems = sweep(project, warehouse, landing_zone, states, ["run"], CANDIDATES)
+        assert problems == [] and any(c.startswith("drop ") and "__om_overlay_" in c for c in cut), cut
+
+
+@pytest.mark.extended
+class TestFullDiffRunsCutOffHalfway:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_a_full_diff_run(self, project, warehouse, landing_zone):
+        expected = "select * from {schema}.src"
+        cut, problems = sweep(project, warehouse, landing_zone, [STATE_A, STATE_B], ["run"], expected)
+        assert problems == []
+        # The snapshot renamed aside, the new output and its key hashes renamed into place.
+        assert renamed(cut, "__dbt_backup") and renamed(cut, "__om_hashes"), cut
+
+    def test_a_dry_run(self, project, warehouse, landing_zone):
+        dry = ["run", "--vars", "{openmirror_dry_run: true}"]
+        expected = "select * from {schema}.src"
+        # A dry run repairs what a dry run left, then a run publishes.
+        cut, problems = sweep(
+            project, warehouse, landing_zone, [STATE_A, STATE_B], dry, expected, recovery=[dry, ["run"]]
+        )
+        assert problems == [] and all("__om_check_" in c for c in cut), cut
+
+
+@pytest.mark.extended
+class TestHeldChangesCutOffHalfway:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": HELD_MODEL}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return HOOK
+
+    def test_a_change_held_for_its_tests(self, project, warehouse, landing_zone):
+        expected = "select * from {schema}.src"
+        cut, problems = sweep(project, warehouse, landing_zone, [STATE_A, STATE_B], ["run"], expected)
+        assert problems == []
+        # The published snapshot and its key hashes kept aside while the tests run.
+        assert renamed(cut, "__om_audit_base") and renamed(cut, "__om_audit_base_hashes"), cut
