@@ -5,6 +5,7 @@ in turn; after every recovery the landing zone replays to the model's complete o
 `{{ this }}` holds it, and every folder of the schema belongs to a table."""
 
 import pytest
+from dbt.tests.util import run_dbt_and_capture
 from pyspark.sql import SparkSession
 
 from dbt.adapters.openmirror.errors import SparkStatementError
@@ -61,10 +62,14 @@ def sweep(
         seen: list[str] = []
         crashed = published_then_cut(point, seen)
         problem = "" if crashed == "error" and seen == counted[:point] else f"cut off {seen}; "
+        said = ""
         for run_args in recovery or [args]:
-            recovered = _run(run_args)
+            recovered, output = run_dbt_and_capture(list(run_args), expect_pass=None)
+            said += output
             if recovered[0].status not in ("success", "warn"):
                 problem += f"recovery {run_args} failed: {recovered[0].message}; "
+        if REPAIRED[statement.split(" ", 1)[0]] not in said:
+            problem += "the repair did not say what it did; "
         problem += _divergence(project, warehouse, landing_zone, "customers", expected_sql)
         expected = normalized(model_output(warehouse, expected_sql.format(schema=schema)))
         if normalized(model_output(warehouse, f"select * from {schema}.customers")) != expected:
@@ -81,6 +86,8 @@ def renamed(statements: list[str], to: str) -> bool:
     return any(s.startswith("rename ") and s.endswith(f".customers{to}") for s in statements)
 
 
+#: What the recovery says it did after each kind of statement cut off halfway.
+REPAIRED = {"create": "which no table uses", "drop": "which no table uses", "rename": "they are back in its folder"}
 CANDIDATES = "select id, name, amount, updated_at from {schema}.src where not deleted"
 HELD_MODEL = MODEL.replace("max_rows_per_file=2,", "max_rows_per_file=2, publish='after_tests',")
 
@@ -126,7 +133,15 @@ class TestFullDiffRunsCutOffHalfway:
         cut, problems = sweep(
             project, warehouse, landing_zone, [STATE_A, STATE_B], dry, expected, recovery=[dry, ["run"]]
         )
-        assert problems == [] and all("__om_check_" in c for c in cut), cut
+        assert problems == [] and cut and all("__om_check_" in c for c in cut), cut
+
+    def test_an_empty_run(self, project, warehouse, landing_zone):
+        empty = ["run", "--empty"]
+        expected = "select * from {schema}.src"
+        cut, problems = sweep(
+            project, warehouse, landing_zone, [STATE_A, STATE_B], empty, expected, recovery=[empty, ["run"]]
+        )
+        assert problems == [] and cut and all("__om_check_" in c for c in cut), cut
 
 
 @pytest.mark.extended

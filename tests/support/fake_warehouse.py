@@ -53,6 +53,9 @@ class FakeWarehouse:
         self.rendered: list[str] = []
         # What each rendered change-row select means, by its text.
         self._selects: dict[str, tuple[Any, ...]] = {}
+        #: The renames a run declares (`RunRelations.renamed`, by name): any other is refused, so
+        #: that a cut-off rename can always be undone (run/folder_repair.py).
+        self.declared_renames: set[tuple[str, str]] | None = None
 
     # -- the model build the materialization does --------------------------------------------------
 
@@ -136,6 +139,10 @@ class FakeWarehouse:
 
     def rename(self, relation: Any, to: Any) -> None:
         assert to.identifier not in self.tables, f"rename onto the existing {to}"
+        if self.declared_renames is not None:
+            assert (relation.identifier, to.identifier) in self.declared_renames, (
+                f"undeclared rename {relation} -> {to}"
+            )
         self.tables[to.identifier] = self.tables.pop(relation.identifier)
 
     def created(self, relation: Any) -> None:

@@ -2,7 +2,8 @@
 Hive metastore, where a managed table's folder and its catalog entry change in two steps:
 
 - `create table T ... as select`: Spark writes T's folder, then registers T. Cut off: a folder
-  holding a task's uncommitted file under `_temporary/`, and no table T.
+  holding a task's uncommitted file under `_temporary/` (the odd creates) or the committed files
+  with `_SUCCESS` (the even ones), and no table T.
 - `alter table A rename to B`: the metastore moves A's folder to B's, then renames the entry.
   Cut off: A still registered, its folder (and rows) at B's.
 - `drop table T`: the metastore unregisters T, then deletes its folder. Cut off: the folder stays.
@@ -90,11 +91,15 @@ class StatementCutter:
             self.injector.crashed = True
             raise InjectedFault(f"statement {self.count} cut off halfway: {operation}")
 
-    @staticmethod
-    def _create_cut_off(spark: SparkSession, name: str) -> None:
-        attempt = new_table_folder(spark, name) / "_temporary" / "0" / "_temporary" / "attempt_0_0000_m_000000_0"
-        attempt.mkdir(parents=True)
-        pq.write_table(pa.table({"id": [1]}), attempt / "part-00000.snappy.parquet")
+    def _create_cut_off(self, spark: SparkSession, name: str) -> None:
+        folder = new_table_folder(spark, name)
+        if self.count % 2:  # while its task wrote
+            folder = folder / "_temporary" / "0" / "_temporary" / "attempt_0_0000_m_000000_0"
+        else:  # after its job committed
+            folder.mkdir(parents=True)
+            (folder / "_SUCCESS").touch()
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": [1]}), folder / "part-00000.snappy.parquet")
 
     @staticmethod
     def _rename_cut_off(spark: SparkSession, name: str, to: str) -> None:

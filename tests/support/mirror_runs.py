@@ -16,6 +16,7 @@ from dbt.adapters.openmirror.run.config import mirror_config
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
+from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 from dbt.adapters.openmirror.storage.local import LocalStorage
@@ -34,6 +35,11 @@ class Project:
         self.landing_zone.mkdir()
         self.storage = LocalStorage(self.landing_zone)
         self.warehouse = FakeWarehouse()
+        self.warehouse.declared_renames = {
+            (source.identifier, to.identifier)
+            for publishes in (True, False)
+            for source, to in RunRelations.of(THIS, publishes).renamed()
+        }
         self.mirror = mirror_config("customers", THIS.schema, THIS.identifier, {"unique_key": "id", **(config or {})})
         self.warned: list[str] = []
         self.runs = 0

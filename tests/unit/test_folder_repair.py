@@ -61,13 +61,10 @@ class Metastore:
         return relation.incorporate(type="view" if kind == "view" else "table")
 
 
-def _relations(publishes: bool = True) -> list[FakeRelation]:
-    return RunRelations.of(FakeRelation("analytics", "orders"), publishes).written()
-
-
 def _repair(metastore: Metastore, publishes: bool = True) -> list[str]:
     warnings: list[str] = []
-    repair_table_folders(metastore, metastore, "orders", _relations(publishes), warnings.append)
+    relations = RunRelations.of(FakeRelation("analytics", "orders"), publishes)
+    repair_table_folders(metastore, metastore, "orders", relations, warnings.append)
     return warnings
 
 
@@ -147,29 +144,45 @@ def test_an_external_table_elsewhere_and_a_folder_removed_by_hand_are_left_alone
     assert _repair(published) == [] and published.folders == before
 
 
+def test_a_folder_goes_back_only_from_where_the_run_renames_that_table_to(published):
+    # The snapshot's folder removed by hand, and a create of the new output cut off after its
+    # commit: those rows are not the snapshot's.
+    del published.folders[f"{SCHEMA}/orders"]
+    published.folders[f"{SCHEMA}/orders__om_new"] = "the new output's rows"
+    [warning] = _repair(published)
+    assert "removed" in warning and f"{SCHEMA}/orders" not in published.folders
+
+
 def test_folders_whose_table_cannot_be_told_are_refused_untouched(published):
-    published.folders[f"{SCHEMA}/orders__om_base"] = published.folders.pop(f"{SCHEMA}/orders")
-    published.folders[f"{SCHEMA}/orders__om_new"] = "_temporary/part-00000"
+    rows = published.folders.pop(f"{SCHEMA}/orders")
+    published.folders[f"{SCHEMA}/orders__om_base"] = rows
+    published.folders[f"{SCHEMA}/orders__dbt_backup"] = "_temporary/part-00000"
     before = dict(published.folders)
     with pytest.raises(PublishError) as refused:
         _repair(published)
     assert published.folders == before
     message = str(refused.value)
-    assert "Model 'orders': the tables orders have no folder" in message
-    assert f"{SCHEMA}/orders__om_base" in message and f"{SCHEMA}/orders__om_new" in message
+    assert "Model 'orders': the folder of table orders is gone and each of" in message
+    assert f"{SCHEMA}/orders__om_base" in message and f"{SCHEMA}/orders__dbt_backup" in message
+
+
+def test_a_folder_spelled_otherwise_is_not_one_of_the_models(published):
+    published.folders[f"{SCHEMA}/Orders__om_new"] = "someone's"
+    before = dict(published.folders)
+    assert _repair(published) == [] and published.folders == before
 
 
 @pytest.mark.parametrize(
     "tables, decided",
     [
-        ([], (None, [])),
-        ([TableFolder("a", "f/a", True, True)], (None, [])),
-        ([TableFolder("a", "f/a", False, True)], (None, ["f/a"])),
-        ([TableFolder("a", "f/a", True, False)], (None, [])),
-        ([TableFolder("a", "f/a", True, False), TableFolder("b", "f/b", False, True)], (("a", "b"), [])),
+        ([], ([], [])),
+        ([TableFolder("a", "f/a", registered=False)], ([], ["f/a"])),
+        ([TableFolder("a", "f/a", registered=True)], ([], [])),
+        ([TableFolder("a", "f/a", registered=True), TableFolder("b", "f/b", registered=False)], ([("a", "b")], [])),
+        ([TableFolder("b", "f/b", registered=True), TableFolder("a", "f/a", registered=False)], ([], ["f/a"])),
+        ([TableFolder("a", "f/a", registered=True), TableFolder("c", "f/c", registered=False)], ([], ["f/c"])),
     ],
 )
 def test_the_decision(tables, decided):
-    repair = plan_folder_repair("m", tables)
-    move_back = (repair.move_back[0].name, repair.move_back[1].name) if repair.move_back else None
-    assert (move_back, repair.remove) == decided
+    repair = plan_folder_repair("m", tables, [("a", "b")])
+    assert ([(t.name, to.name) for t, to in repair.move_back], repair.remove) == decided

@@ -177,6 +177,19 @@ def test_a_run_that_stopped_before_publishing_is_discarded_by_the_next(project: 
     assert not list((project.landing_zone / "_scratchPad").rglob("*.parquet"))
 
 
+def test_a_change_whose_tests_failed_is_discarded_and_the_snapshot_goes_back(tmp_path: Path) -> None:
+    project = Project(tmp_path, {"publish": "after_tests"})
+    project.run(FIRST)
+    project.held.finish([], {"nodes": {}})
+    published = project.warehouse.table(THIS).rows
+    project.run([*FIRST, {"id": 4, "name": "d"}])
+    test = "test.shop.unique_customers_id"
+    nodes = {test: {"resource_type": "test", "depends_on": {"nodes": ["model.shop.customers"]}}}
+    [line] = project.held.finish([{"node": {"unique_id": test}, "status": "fail"}], {"nodes": nodes})
+    assert "not published" in line and project.files() == ["00000000000000000001.parquet"]
+    assert project.warehouse.table(THIS).rows == published and SNAPSHOT_HELD not in project.snapshot()
+
+
 def test_a_change_held_for_its_tests_is_published_at_the_invocations_end(tmp_path: Path) -> None:
     project = Project(tmp_path, {"publish": "after_tests"})
     response = project.run(FIRST)

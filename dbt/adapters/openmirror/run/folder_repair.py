@@ -12,54 +12,53 @@ them apart:
 So before a run reads or writes its tables (a publishing run under its lease), the folder a
 cut-off rename moved goes back to its table, and any other folder of the run's tables that no
 table uses is removed: the catalog says which statements happened. Over Thrift the warehouse is
-the server's, out of dbt's reach: nothing is repaired there.
+the server's, out of dbt's reach, and on stores whose folder renames are not atomic a cut-off
+rename leaves both folders partly filled: nothing is repaired there.
 """
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from dbt.adapters.openmirror.planning.folder_repair import TableFolder, plan_folder_repair
+from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.statements import Catalog
 from dbt.adapters.openmirror.spark.table_folders import TableFolders
 
 
 def survey(folders: TableFolders, catalog: Catalog, relations: Sequence[Any]) -> list[TableFolder]:
-    """The folders of `relations` (one schema's). dbt's relation cache (just refreshed) and one
-    listing of the schema's folder settle the usual case, where every table has its folder and
-    no other folder is there; the catalog itself is asked only about the names that differ."""
+    """The tables of `relations` (one schema's) out of step with their folders. dbt's relation
+    cache (just refreshed) and one listing of the schema's folder settle the usual case, where a
+    table has its folder and no other folder is there; the catalog is asked only about a name
+    that differs."""
     schema = folders.schema_folders(relations[0].schema)
     if schema is None:
         return []
     surveyed = []
     for relation in relations:
-        name = relation.identifier.lower()
-        default = schema.default(name)
-        cached = catalog.find(relation)
+        name, cached = relation.identifier, catalog.find(relation)
         is_table, has_folder = cached is not None and cached.type == "table", name in schema.names
-        if is_table == has_folder:
-            if is_table:
-                surveyed.append(TableFolder(name, default, True, True))
+        if is_table == has_folder:  # a table with its folder, or neither
             continue
-        table = folders.registered(relation)
-        if table is None or table.folder != default:
-            if has_folder:  # no table uses the folder of this name
-                surveyed.append(TableFolder(name, default, False, True))
-            if table is not None and table.managed and not folders.exists(table.folder):
-                surveyed.append(TableFolder(name, table.folder, True, False))
-        elif table.managed and not has_folder:
-            surveyed.append(TableFolder(name, default, True, False))
+        default, table = schema.default(name), folders.registered(relation)
+        if has_folder and (table is None or table.folder != default):
+            surveyed.append(TableFolder(name, default, registered=False))
+        if table is not None and table.managed:
+            exists = has_folder if table.folder == default else folders.exists(table.folder)
+            if not exists:
+                surveyed.append(TableFolder(name, table.folder, registered=True))
     return surveyed
 
 
 def repair_table_folders(
-    folders: TableFolders, catalog: Catalog, model: str, relations: Sequence[Any], warn: Callable[[str], None]
+    folders: TableFolders, catalog: Catalog, model: str, relations: RunRelations, warn: Callable[[str], None]
 ) -> None:
-    """Put the folders of `relations` (one schema's) back in step with the catalog, saying what
-    was done."""
-    repair = plan_folder_repair(model, survey(folders, catalog, relations))
-    if repair.move_back is not None:
-        table, moved_to = repair.move_back
-        [relation] = [r for r in relations if r.identifier.lower() == table.name]
+    """Put the folders of the tables a run writes back in step with the catalog, saying what was
+    done."""
+    written = relations.written()
+    renames = [(source.identifier, to.identifier) for source, to in relations.renamed()]
+    repair = plan_folder_repair(model, survey(folders, catalog, written), renames)
+    for table, moved_to in repair.move_back:
+        [relation] = [r for r in written if r.identifier == table.name]
         folders.move(moved_to.folder, table.folder, relation)
         warn(
             f"Model '{model}': a run stopped inside a rename of {relation} and left its rows in "

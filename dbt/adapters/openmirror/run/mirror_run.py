@@ -129,11 +129,11 @@ class MirrorRun:
         the folders of the tables it writes, then (a publishing run) the publish."""
         if self.publishes:
             self._acquire_lease()
-        written, catalog = self.relations.written(), self.context.catalog
-        catalog.refresh(written)
+        catalog = self.context.catalog
+        catalog.refresh(self.relations.written())
         folders = self.context.table_folders()
         if folders is not None:
-            repair_table_folders(folders, catalog, self.mirror.model, written, self._warn)
+            repair_table_folders(folders, catalog, self.mirror.model, self.relations, self._warn)
         if self.publishes:
             self._recover()
 

@@ -43,14 +43,34 @@ class RunRelations:
         return beside(self.target, f"__om_overlay_{slot}")
 
     def written(self) -> list[Any]:
-        """Every table a run of this kind creates, renames or drops: a publishing run's are the
-        snapshot's too (`{{ this }}`, its hashes, base, overlays and what a held change keeps)."""
+        """The tables whose folders a run of this kind repairs before its first statement
+        (run/folder_repair.py): the ones it alone writes. A publishing run's (it holds the lease)
+        are the snapshot's too: `{{ this }}`, its hashes, base, overlays and what a held change
+        keeps. A run without a lease repairs only its own `__om_check_*` tables."""
         work = [self.new_output, self.new_hashes, self.changes, self.model_output]
         if not self.publishes:
             return work
         kept = [beside(self.target, suffix) for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES)]
         overlays = [self.overlay(slot) for slot in OVERLAY_SLOTS]
         return [self.target, self.backup, self.previous_hashes, self.base, *overlays, *work, *kept]
+
+    def renamed(self) -> list[tuple[Any, Any]]:
+        """Every rename a run of this kind makes, from and to: a folder moves back only along one
+        of these (run/folder_repair.py)."""
+        renames = [(self.new_output, self.model_output), (self.new_output, self.target)]
+        if not self.publishes:
+            return renames
+        kept, kept_hashes = (beside(self.target, suffix) for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES))
+        return [
+            *renames,
+            (self.target, self.backup),
+            (self.target, self.base),
+            (self.new_hashes, self.previous_hashes),
+            (self.target, kept),
+            (self.previous_hashes, kept_hashes),
+            (kept, self.target),
+            (kept_hashes, self.previous_hashes),
+        ]
 
     @classmethod
     def of(cls, this: Any, publishes: bool) -> "RunRelations":

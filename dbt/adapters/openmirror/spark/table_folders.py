@@ -7,21 +7,27 @@ from typing import Any, Protocol
 
 from dbt.adapters.openmirror.errors import PublishError
 
+#: File systems whose folder rename is one atomic step. Elsewhere (S3, GCS, blob storage without a
+#: hierarchical namespace) a rename copies file by file, and one cut off halfway leaves both
+#: folders partly filled: which files are whose cannot be told, and nothing is repaired.
+ATOMIC_RENAMES = frozenset({"file", "hdfs", "abfs", "abfss"})
+
 
 @dataclass(frozen=True)
 class SchemaFolders:
-    """A schema's folder, and the names of the folders in it."""
+    """A schema's folder (a qualified path), and the names of the folders in it."""
 
     location: str
     names: frozenset[str]
 
     def default(self, name: str) -> str:
         """Where the catalog puts a managed table of this name."""
-        return f"{self.location.rstrip('/')}/{name.lower()}"
+        return f"{self.location.rstrip('/')}/{name}"
 
 
 @dataclass(frozen=True)
 class RegisteredTable:
+    #: A qualified path, spelled as `SchemaFolders` spells them.
     folder: str
     managed: bool
 
@@ -29,7 +35,9 @@ class RegisteredTable:
 class TableFolders(Protocol):
     """The folders of tables in the warehouse, read and changed beside the catalog."""
 
-    def schema_folders(self, schema: str) -> SchemaFolders | None: ...
+    def schema_folders(self, schema: str) -> SchemaFolders | None:
+        """None: no such schema, or its folders cannot be repaired."""
+        ...
 
     def registered(self, relation: Any) -> RegisteredTable | None: ...
 
@@ -57,19 +65,26 @@ class SessionTableFolders:
     def _file_system(self, path: Any) -> Any:
         return path.getFileSystem(self.hadoop_conf)
 
+    def _qualified(self, location: Any) -> str:
+        path = self._path(location)
+        return str(self._file_system(path).makeQualified(path).toString())
+
     def _identifier(self, relation: Any) -> Any:
         return self.parser.parseTableIdentifier(f"{relation.schema}.{relation.identifier}")
 
     def schema_folders(self, schema: str) -> SchemaFolders | None:
         if not self.catalog.databaseExists(schema):
             return None
-        location = str(self.catalog.getDatabaseMetadata(schema).locationUri().toString())
+        location = self._qualified(self.catalog.getDatabaseMetadata(schema).locationUri())
         path = self._path(location)
+        if path.toUri().getScheme() not in ATOMIC_RENAMES:
+            return None
         file_system = self._file_system(path)
         if not file_system.exists(path):
             return SchemaFolders(location, frozenset())
-        names = frozenset(s.getPath().getName().lower() for s in file_system.listStatus(path) if s.isDirectory())
-        return SchemaFolders(location, names)
+        return SchemaFolders(
+            location, frozenset(s.getPath().getName() for s in file_system.listStatus(path) if s.isDirectory())
+        )
 
     def registered(self, relation: Any) -> RegisteredTable | None:
         identifier = self._identifier(relation)
@@ -79,7 +94,7 @@ class SessionTableFolders:
         location = table.storage().locationUri()
         if not location.isDefined():  # a view
             return None
-        return RegisteredTable(str(location.get().toString()), table.tableType().name() == "MANAGED")
+        return RegisteredTable(self._qualified(location.get()), table.tableType().name() == "MANAGED")
 
     def exists(self, folder: str) -> bool:
         path = self._path(folder)
@@ -94,4 +109,5 @@ class SessionTableFolders:
 
     def remove(self, folder: str) -> None:
         path = self._path(folder)
-        self._file_system(path).delete(path, True)
+        if not self._file_system(path).delete(path, True):
+            raise PublishError(f"could not remove {folder}, which no table uses")
