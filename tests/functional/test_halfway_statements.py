@@ -5,7 +5,7 @@ in turn; after every recovery the landing zone replays to the model's complete o
 `{{ this }}` holds it, and every folder of the schema belongs to a table."""
 
 import pytest
-from dbt.tests.util import run_dbt_and_capture
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 from pyspark.sql import SparkSession
 
 from dbt.adapters.openmirror.errors import SparkStatementError
@@ -21,7 +21,7 @@ from tests.functional.test_crash_recovery import (
 )
 from tests.functional.test_publish_modes import HOOK
 from tests.support.halfway_statements import cut_off_at, stray_folders
-from tests.support.mirror import model_output, normalized, set_source
+from tests.support.mirror import model_output, normalized, set_source, tree_digest
 
 
 def _first_of_its_kind(statements: list[str], point: int) -> bool:
@@ -105,6 +105,26 @@ class TestCandidateRunsCutOffHalfway:
         assert problems == []
         # The snapshot table renamed to the base of an overlaid snapshot; work tables created and dropped.
         assert renamed(cut, "__om_base") and sum(c.startswith("create") for c in cut) >= 2, cut
+
+    def test_a_dry_run_refuses_a_snapshot_a_cut_off_rename_left_empty(self, project, warehouse, landing_zone):
+        schema, dry = project.test_schema, ["run", "--vars", "{openmirror_dry_run: true}"]
+
+        def published_then_cut(cut_at: int, seen: list[str]) -> None:
+            set_source(warehouse, schema, FLAGGED_A)
+            assert _run(["run", "--full-refresh"])[0].status in ("success", "warn")
+            set_source(warehouse, schema, FLAGGED_B)
+            with cut_off_at(cut_at, seen):
+                _run(["run"])
+
+        counted: list[str] = []
+        published_then_cut(0, counted)
+        published_then_cut(next(n for n, c in enumerate(counted, 1) if renamed([c], "__om_base")), [])
+        before = tree_digest(landing_zone)
+        [refused] = run_dbt(dry, expect_pass=False)
+        assert "Model 'customers': table customers lost its folder to a run stopped inside a rename" in refused.message
+        assert tree_digest(landing_zone) == before
+        assert _run(["run"])[0].status in ("success", "warn") and _run(dry)[0].status in ("success", "warn")
+        assert _divergence(project, warehouse, landing_zone, "customers", CANDIDATES) == ""
 
     @pytest.mark.extended
     def test_a_candidate_run_on_an_overlaid_snapshot(self, project, warehouse, landing_zone):

@@ -136,6 +136,21 @@ def test_folders_of_other_tables_and_of_other_runs_are_not_touched(published):
     assert set(before) - set(published.folders) == {f"{SCHEMA}/orders__om_check_new"}
 
 
+def test_a_run_without_a_lease_refuses_a_snapshot_table_it_may_not_repair(published):
+    rows = published.folders.pop(f"{SCHEMA}/orders")
+    published.folders[f"{SCHEMA}/orders__om_base"] = rows
+    before = dict(published.folders)
+    with pytest.raises(
+        PublishError, match="Model 'orders': table orders lost its folder to a run stopped inside a rename"
+    ):
+        _repair(published, publishes=False)
+    assert published.folders == before
+    # A folder no table uses at a snapshot table's name does not stop it: the publishing run removes it.
+    published.folders[f"{SCHEMA}/orders"] = rows
+    published.folders[f"{SCHEMA}/orders__om_base"] = "_temporary/part-00000"
+    assert _repair(published, publishes=False) == [] and f"{SCHEMA}/orders__om_base" in published.folders
+
+
 def test_an_external_table_elsewhere_and_a_folder_removed_by_hand_are_left_alone(published):
     published.tables["orders__om_base"] = ("external", "file:/elsewhere/base")
     published.folders["file:/elsewhere/base"] = "base rows"

@@ -19,6 +19,7 @@ rename leaves both folders partly filled: nothing is repaired there.
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.planning.folder_repair import TableFolder, plan_folder_repair
 from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.statements import Catalog
@@ -54,9 +55,18 @@ def repair_table_folders(
 ) -> None:
     """Put the folders of the tables a run writes back in step with the catalog, saying what was
     done."""
-    written = relations.written()
+    written, read_only = relations.written(), relations.read_only()
+    out_of_step = survey(folders, catalog, [*written, *read_only])
+    unreadable = [t.name for t in out_of_step if t.registered and t.name in {r.identifier for r in read_only}]
+    if unreadable:
+        raise PublishError(
+            f"Model '{model}': table {', '.join(unreadable)} lost its folder to a run stopped inside a "
+            "rename, and reads as empty. The next `dbt run` of the model puts it back (a dry run or "
+            "--empty holds no lease and repairs only its own tables). Nothing was checked."
+        )
     renames = [(source.identifier, to.identifier) for source, to in relations.renamed()]
-    repair = plan_folder_repair(model, survey(folders, catalog, written), renames)
+    own = {r.identifier for r in written}
+    repair = plan_folder_repair(model, [t for t in out_of_step if t.name in own], renames)
     for table, moved_to in repair.move_back:
         [relation] = [r for r in written if r.identifier == table.name]
         folders.move(moved_to.folder, table.folder, relation)

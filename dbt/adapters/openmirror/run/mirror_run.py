@@ -130,7 +130,7 @@ class MirrorRun:
         if self.publishes:
             self._acquire_lease()
         catalog = self.context.catalog
-        catalog.refresh(self.relations.written())
+        catalog.refresh([*self.relations.written(), *self.relations.read_only()])
         folders = self.context.table_folders()
         if folders is not None:
             repair_table_folders(folders, catalog, self.mirror.model, self.relations, self._warn)

@@ -54,6 +54,13 @@ class RunRelations:
         overlays = [self.overlay(slot) for slot in OVERLAY_SLOTS]
         return [self.target, self.backup, self.previous_hashes, self.base, *overlays, *work, *kept]
 
+    def read_only(self) -> list[Any]:
+        """The snapshot's tables a run without a lease reads but must not repair (the next
+        publishing run does)."""
+        if self.publishes:
+            return []
+        return [self.target, self.previous_hashes, self.base, *(self.overlay(slot) for slot in OVERLAY_SLOTS)]
+
     def renamed(self) -> list[tuple[Any, Any]]:
         """Every rename a run of this kind makes, from and to: a folder moves back only along one
         of these (run/folder_repair.py)."""
