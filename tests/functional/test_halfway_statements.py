@@ -4,6 +4,8 @@ puts the folders back in step with the catalog and recovers. Each statement of a
 in turn; after every recovery the landing zone replays to the model's complete output,
 `{{ this }}` holds it, and every folder of the schema belongs to a table."""
 
+from functools import partial
+
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 from pyspark.sql import SparkSession
@@ -29,38 +31,41 @@ def _first_of_its_kind(statements: list[str], point: int) -> bool:
     return not any(s.startswith(f"{kind} ") for s in statements[: point - 1])
 
 
+def published_then_cut(warehouse, schema: str, states, args, cut_at: int, seen: list[str]) -> str:
+    """`states[0]` published in full, the states between with `args`, then the run publishing the
+    last state with its `cut_at`-th statement cut off (0: none; `seen` gets them): its status."""
+    set_source(warehouse, schema, states[0])
+    assert _run(["run", "--full-refresh"])[0].status in ("success", "warn")
+    for state in states[1:-1]:
+        set_source(warehouse, schema, state)
+        assert _run(args)[0].status in ("success", "warn")
+    set_source(warehouse, schema, states[-1])
+    with cut_off_at(cut_at, seen):
+        try:
+            return _run(args)[0].status
+        except SparkStatementError:  # cut off in the on-run-end hook, which dbt raises
+            return "error"
+
+
 def sweep(
     project, warehouse, landing_zone, states, args, expected_sql, every_point=True, recovery=None
 ) -> tuple[list[str], list[str]]:
-    """`states[0]` is published in full, the states between with `args`; the run publishing the
-    last state is cut off at its N-th statement (N = 1, 2, ...), then the next runs (with the
+    """`published_then_cut` at the N-th statement (N = 1, 2, ...), then the next runs (with the
     arguments of `recovery`, by default one run with `args`) recover. A run that cuts off nothing
-    counts the statements first; without `every_point`, only the renames and the first create and drop are
-    cut off. The statements counted, and what was wrong after each recovery."""
+    counts the statements first; without `every_point`, only the renames and the first create and
+    drop are cut off. The statements counted, and what was wrong after each recovery."""
     schema = project.test_schema
     spark = SparkSession.builder.getOrCreate()
-
-    def published_then_cut(cut_at: int, seen: list[str]):
-        set_source(warehouse, schema, states[0])
-        assert _run(["run", "--full-refresh"])[0].status in ("success", "warn")
-        for state in states[1:-1]:
-            set_source(warehouse, schema, state)
-            assert _run(args)[0].status in ("success", "warn")
-        set_source(warehouse, schema, states[-1])
-        with cut_off_at(cut_at, seen):
-            try:
-                return _run(args)[0].status
-            except SparkStatementError:  # cut off in the on-run-end hook, which dbt raises
-                return "error"
+    published_then_cut_at = partial(published_then_cut, warehouse, schema, states, args)
 
     counted: list[str] = []
-    assert published_then_cut(0, counted) in ("success", "warn")
+    assert published_then_cut_at(0, counted) in ("success", "warn")
     problems = []
     for point, statement in enumerate(counted, start=1):
         if not (every_point or statement.startswith("rename ") or _first_of_its_kind(counted, point)):
             continue
         seen: list[str] = []
-        crashed = published_then_cut(point, seen)
+        crashed = published_then_cut_at(point, seen)
         problem = "" if crashed == "error" and seen == counted[:point] else f"cut off {seen}; "
         said = ""
         for run_args in recovery or [args]:
@@ -107,18 +112,12 @@ class TestCandidateRunsCutOffHalfway:
         assert renamed(cut, "__om_base") and sum(c.startswith("create") for c in cut) >= 2, cut
 
     def test_a_dry_run_refuses_a_snapshot_a_cut_off_rename_left_empty(self, project, warehouse, landing_zone):
-        schema, dry = project.test_schema, ["run", "--vars", "{openmirror_dry_run: true}"]
-
-        def published_then_cut(cut_at: int, seen: list[str]) -> None:
-            set_source(warehouse, schema, FLAGGED_A)
-            assert _run(["run", "--full-refresh"])[0].status in ("success", "warn")
-            set_source(warehouse, schema, FLAGGED_B)
-            with cut_off_at(cut_at, seen):
-                _run(["run"])
-
+        dry = ["run", "--vars", "{openmirror_dry_run: true}"]
+        states = [FLAGGED_A, FLAGGED_B]
+        published_then_cut_at = partial(published_then_cut, warehouse, project.test_schema, states, ["run"])
         counted: list[str] = []
-        published_then_cut(0, counted)
-        published_then_cut(next(n for n, c in enumerate(counted, 1) if renamed([c], "__om_base")), [])
+        published_then_cut_at(0, counted)
+        published_then_cut_at(next(n for n, c in enumerate(counted, 1) if renamed([c], "__om_base")), [])
         before = tree_digest(landing_zone)
         [refused] = run_dbt(dry, expect_pass=False)
         assert "Model 'customers': table customers lost its folder to a run stopped inside a rename" in refused.message

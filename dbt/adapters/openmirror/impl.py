@@ -93,21 +93,25 @@ class OpenMirrorAdapter(SparkAdapter):
             error=logger.error,
         )
 
-    def _model_inputs(self, sql: str, context: Sequence[str]) -> ModelInputs:
+    def _in_process_session(self) -> Any | None:
+        """The Spark session dbt-spark's session connection runs every statement on (already
+        open: dbt filled its relation cache through it); None when Spark runs outside dbt's
+        process (the profile's method is not session)."""
         if self.config.credentials.method != SparkConnectionMethod.SESSION:
-            return ModelInputs(None, "Spark runs outside dbt's process (the profile's method is not session)")
+            return None
         from pyspark.sql import SparkSession
 
-        # The session dbt-spark's session connection runs every statement on (already open: dbt
-        # filled its relation cache through it).
-        return model_inputs(SparkSession.builder.getOrCreate(), sql, context)
+        return SparkSession.builder.getOrCreate()
+
+    def _model_inputs(self, sql: str, context: Sequence[str]) -> ModelInputs:
+        session = self._in_process_session()
+        if session is None:
+            return ModelInputs(None, "Spark runs outside dbt's process (the profile's method is not session)")
+        return model_inputs(session, sql, context)
 
     def _table_folders(self) -> TableFolders | None:
-        if self.config.credentials.method != SparkConnectionMethod.SESSION:
-            return None  # the Thrift server's warehouse is out of reach
-        from pyspark.sql import SparkSession
-
-        return SessionTableFolders(SparkSession.builder.getOrCreate())
+        session = self._in_process_session()
+        return SessionTableFolders(session) if session is not None else None
 
     @cached_property
     def held_changes(self) -> HeldChanges:

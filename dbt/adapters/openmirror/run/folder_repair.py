@@ -57,7 +57,8 @@ def repair_table_folders(
     done."""
     written, read_only = relations.written(), relations.read_only()
     out_of_step = survey(folders, catalog, [*written, *read_only])
-    unreadable = [t.name for t in out_of_step if t.registered and t.name in {r.identifier for r in read_only}]
+    read_only_names = {r.identifier for r in read_only}
+    unreadable = [t.name for t in out_of_step if t.registered and t.name in read_only_names]
     if unreadable:
         raise PublishError(
             f"Model '{model}': table {', '.join(unreadable)} lost its folder to a run stopped inside a "
@@ -65,10 +66,10 @@ def repair_table_folders(
             "--empty holds no lease and repairs only its own tables). Nothing was checked."
         )
     renames = [(source.identifier, to.identifier) for source, to in relations.renamed()]
-    own = {r.identifier for r in written}
+    own = {r.identifier: r for r in written}
     repair = plan_folder_repair(model, [t for t in out_of_step if t.name in own], renames)
     for table, moved_to in repair.move_back:
-        [relation] = [r for r in written if r.identifier == table.name]
+        relation = own[table.name]
         folders.move(moved_to.folder, table.folder, relation)
         warn(
             f"Model '{model}': a run stopped inside a rename of {relation} and left its rows in "

@@ -19,7 +19,7 @@ from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.overlay import drop_stale_layers
-from dbt.adapters.openmirror.run.relations import AUDIT_BASE, AUDIT_BASE_HASHES, HASHES, RunRelations, beside
+from dbt.adapters.openmirror.run.relations import RunRelations
 
 
 @dataclass
@@ -46,14 +46,9 @@ class HeldChanges:
     def hold(self, change: HeldChange, new_output: Any, new_hashes: Any, changes: Any) -> PublishedFiles:
         """The output and its key hashes become `{{ this }}` and its hashes; what they replace
         waits beside them."""
-        catalog, target = self.context.catalog, change.target
-        hashes, base, base_hashes = (
-            beside(target, HASHES),
-            beside(target, AUDIT_BASE),
-            beside(target, AUDIT_BASE_HASHES),
-        )
-        catalog.refresh([target, hashes, base, base_hashes])
-        for kept, aside, fresh in ((target, base, new_output), (hashes, base_hashes, new_hashes)):
+        catalog, kept_aside = self.context.catalog, RunRelations.of(change.target, publishes=True).kept_aside()
+        catalog.refresh([relation for pair in kept_aside for relation in pair])
+        for (kept, aside), fresh in zip(kept_aside, (new_output, new_hashes), strict=True):
             catalog.drop(aside)
             existing = catalog.find(kept)
             if existing is not None:
@@ -134,10 +129,7 @@ class HeldChanges:
         """The snapshot and key hashes a held change was diffed against go back in place (on a
         first publish there were none: the table goes, and the next run is a first publish again)."""
         catalog = self.context.catalog
-        for kept, aside in (
-            (target, beside(target, AUDIT_BASE)),
-            (beside(target, HASHES), beside(target, AUDIT_BASE_HASHES)),
-        ):
+        for kept, aside in RunRelations.of(target, publishes=True).kept_aside():
             catalog.refresh([kept, aside])
             catalog.drop(kept)
             existing = catalog.find(aside)
@@ -147,5 +139,5 @@ class HeldChanges:
     def release_audit_base(self, target: Any) -> None:
         """The held change is published: `{{ this }}` is an ordinary snapshot, the old one goes."""
         self.context.statements.execute("openmirror_unset_properties_sql", relation=str(target), keys=[SNAPSHOT_HELD])
-        for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES):
-            self.context.catalog.drop(beside(target, suffix))
+        for _, aside in RunRelations.of(target, publishes=True).kept_aside():
+            self.context.catalog.drop(aside)

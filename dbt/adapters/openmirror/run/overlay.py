@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.openmirror.planning import hash_diff
-from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS, OverlayFacts
+from dbt.adapters.openmirror.planning.overlay import OverlayFacts
 from dbt.adapters.openmirror.planning.run_plan import RunPlan, SnapshotRecord
 from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ColumnSpec
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
@@ -65,7 +65,7 @@ def drop_stale_layers(catalog: Catalog, relations: RunRelations) -> None:
     existing = catalog.find(relations.target)
     if existing is None or existing.type != "table":
         return
-    for layer in (relations.base, *(relations.overlay(slot) for slot in OVERLAY_SLOTS)):
+    for layer in relations.layers():
         if catalog.find(layer) is not None:
             catalog.drop(layer)
 

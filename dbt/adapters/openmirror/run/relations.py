@@ -8,9 +8,6 @@ from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS
 
 #: The key hashes beside a snapshot (planning/hash_diff.py).
 HASHES = "__om_hashes"
-#: Where a change held for its tests keeps the published snapshot and its key hashes meanwhile
-#: (run/held_changes.py).
-AUDIT_BASE, AUDIT_BASE_HASHES = "__om_audit_base", "__om_audit_base_hashes"
 
 
 def beside(relation: Any, suffix: str) -> Any:
@@ -36,11 +33,23 @@ class RunRelations:
     model_output: Any
     #: An overlaid snapshot's base table (planning/overlay.py).
     base: Any
+    #: Where a change held for its tests keeps the published snapshot and its key hashes
+    #: meanwhile (run/held_changes.py).
+    audit_base: Any
+    audit_base_hashes: Any
     publishes: bool
 
     def overlay(self, slot: str) -> Any:
         """One of the two overlay tables of an overlaid snapshot (planning/overlay.py)."""
         return beside(self.target, f"__om_overlay_{slot}")
+
+    def layers(self) -> list[Any]:
+        """An overlaid snapshot's tables under its view: the base and both overlays."""
+        return [self.base, *(self.overlay(slot) for slot in OVERLAY_SLOTS)]
+
+    def kept_aside(self) -> list[tuple[Any, Any]]:
+        """The snapshot and its key hashes, each with where a held change keeps it meanwhile."""
+        return [(self.target, self.audit_base), (self.previous_hashes, self.audit_base_hashes)]
 
     def written(self) -> list[Any]:
         """The tables whose folders a run of this kind repairs before its first statement
@@ -50,16 +59,16 @@ class RunRelations:
         work = [self.new_output, self.new_hashes, self.changes, self.model_output]
         if not self.publishes:
             return work
-        kept = [beside(self.target, suffix) for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES)]
-        overlays = [self.overlay(slot) for slot in OVERLAY_SLOTS]
-        return [self.target, self.backup, self.previous_hashes, self.base, *overlays, *work, *kept]
+        return [*self.snapshot_tables(), self.backup, *work, self.audit_base, self.audit_base_hashes]
+
+    def snapshot_tables(self) -> list[Any]:
+        """The snapshot's tables: `{{ this }}`, its key hashes and an overlaid snapshot's layers."""
+        return [self.target, self.previous_hashes, *self.layers()]
 
     def read_only(self) -> list[Any]:
         """The snapshot's tables a run without a lease reads but must not repair (the next
         publishing run does)."""
-        if self.publishes:
-            return []
-        return [self.target, self.previous_hashes, self.base, *(self.overlay(slot) for slot in OVERLAY_SLOTS)]
+        return [] if self.publishes else self.snapshot_tables()
 
     def renamed(self) -> list[tuple[Any, Any]]:
         """Every rename a run of this kind makes, from and to: a folder moves back only along one
@@ -67,16 +76,14 @@ class RunRelations:
         renames = [(self.new_output, self.model_output), (self.new_output, self.target)]
         if not self.publishes:
             return renames
-        kept, kept_hashes = (beside(self.target, suffix) for suffix in (AUDIT_BASE, AUDIT_BASE_HASHES))
+        kept_aside = self.kept_aside()
         return [
             *renames,
             (self.target, self.backup),
             (self.target, self.base),
             (self.new_hashes, self.previous_hashes),
-            (self.target, kept),
-            (self.previous_hashes, kept_hashes),
-            (kept, self.target),
-            (kept_hashes, self.previous_hashes),
+            *kept_aside,
+            *((aside, kept) for kept, aside in kept_aside),
         ]
 
     @classmethod
@@ -92,5 +99,7 @@ class RunRelations:
             changes=beside(target, f"{prefix}_changes"),
             model_output=beside(target, f"{prefix}_model_output"),
             base=beside(target, "__om_base"),
+            audit_base=beside(target, "__om_audit_base"),
+            audit_base_hashes=beside(target, "__om_audit_base_hashes"),
             publishes=publishes,
         )
