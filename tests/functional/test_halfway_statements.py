@@ -179,3 +179,62 @@ class TestHeldChangesCutOffHalfway:
         assert problems == []
         # The published snapshot and its key hashes kept aside while the tests run.
         assert renamed(cut, "__om_audit_base") and renamed(cut, "__om_audit_base_hashes"), cut
+
+
+AMOUNT_NOT_NULL = """
+version: 2
+models:
+  - name: customers
+    columns:
+      - name: amount
+        data_tests: [not_null]
+"""
+
+
+@pytest.mark.extended
+class TestDiscardedChangesCutOffHalfway:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": HELD_MODEL, "schema.yml": AMOUNT_NOT_NULL}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return HOOK
+
+    def test_a_discard_cut_off_while_the_snapshot_goes_back(self, project, warehouse, landing_zone):
+        """A change whose test failed is discarded at the invocation's end: `{{ this }}` (the
+        held output) is dropped and the published snapshot renamed back. Cut off at either of
+        them, the next build puts the snapshot back and publishes the fix as a change, without
+        rebuilding the mirrored table."""
+        schema = project.test_schema
+        failing = STATE_B.replace("(7, 'g', 70)", "(7, 'g', null)")
+
+        def discard_cut_off_at(point: int, seen: list[str]) -> None:
+            set_source(warehouse, schema, STATE_A)
+            run_dbt(["build", "--full-refresh"])
+            set_source(warehouse, schema, failing)
+            with cut_off_at(point, seen):
+                try:
+                    run_dbt(["build"], expect_pass=False)
+                except SparkStatementError:  # cut off in the on-run-end hook, which dbt raises
+                    pass
+
+        counted: list[str] = []
+        discard_cut_off_at(0, counted)
+        this = f"{schema}.customers"
+        points = [
+            counted.index(f"drop {this}", counted.index(f"rename {this}__om_audit_base to {this}") - 1) + 1,
+            counted.index(f"rename {this}__om_audit_base to {this}") + 1,
+        ]
+        for point in points:
+            seen: list[str] = []
+            discard_cut_off_at(point, seen)
+            assert seen == counted[:point]
+            set_source(warehouse, schema, STATE_B)
+            results, said = run_dbt_and_capture(["build"])
+            [model] = [r for r in results if r.node.name == "customers"]
+            assert model.adapter_response["mode"] == "incremental", (seen[-1], model.adapter_response)
+            assert "back in place" in said, seen[-1]
+            assert _divergence(project, warehouse, landing_zone, "customers", "select * from {schema}.src") == ""
+            expected = normalized(model_output(warehouse, f"select * from {schema}.src"))
+            assert normalized(model_output(warehouse, f"select * from {this}")) == expected

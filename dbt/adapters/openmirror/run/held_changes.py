@@ -20,6 +20,7 @@ from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.overlay import drop_stale_layers
 from dbt.adapters.openmirror.run.relations import RunRelations
+from dbt.adapters.openmirror.run.statements import recorded_snapshot
 
 
 @dataclass
@@ -109,7 +110,9 @@ class HeldChanges:
         record of `{{ this }}`, says so): done if the journal names it (its publish went through),
         discarded otherwise, with the snapshot it was diffed against back in place. Whether
         `{{ this }}` changed."""
-        if held is None or not held.held:
+        if held is None:
+            return self._put_back_stranded_snapshot(mirror, target, warn)
+        if not held.held:
             return False
         record = self.context.publisher.read_record(mirror.table_folder)
         if record is not None and record.run_id == held.run_id:
@@ -123,6 +126,28 @@ class HeldChanges:
         self.restore_audit_base(target)
         if held.run_id is not None:
             self.context.publisher.discard(scratch_path(held.run_id))
+        return True
+
+    def _put_back_stranded_snapshot(self, mirror: MirrorConfig, target: Any, warn: Any) -> bool:
+        """Holding a change and discarding one each move `{{ this }}` in two steps (renamed aside
+        then replaced; dropped then renamed back): a process stopped in between leaves no
+        `{{ this }}` and the published snapshot aside. It goes back when the journal says it is
+        what was published last; the run would otherwise take itself for a first run and rebuild
+        the mirrored table."""
+        catalog = self.context.catalog
+        if catalog.find(target) is not None:
+            return False
+        aside = RunRelations.of(target, publishes=True).audit_base
+        kept = recorded_snapshot(self.context.statements, catalog.find(aside))
+        record = self.context.publisher.read_record(mirror.table_folder)
+        if kept is None or record is None or kept.run_id != record.run_id:
+            return False
+        warn(
+            f"Model '{mirror.model}': {target} was missing and {aside} holds the snapshot published by "
+            f"run {kept.run_id}, where a run stopped while it moved the snapshot for a held change; "
+            "it is back in place"
+        )
+        self.restore_audit_base(target)
         return True
 
     def restore_audit_base(self, target: Any) -> None:
