@@ -206,67 +206,39 @@ def test_a_change_held_for_its_tests_is_published_at_the_invocations_end(tmp_pat
     assert "openmirror_unset_properties_sql" in project.warehouse.statements
 
 
-def test_a_discard_stopped_between_its_drop_and_rename_puts_the_snapshot_back_at_the_next_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("renamed_last", ["customers__om_new", "customers__om_audit_base"])
+def test_a_snapshot_a_killed_process_left_aside_is_put_back_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, renamed_last: str
 ) -> None:
-    """Discarding a held change drops `{{ this }}`, then renames the published snapshot back from
-    where it waited. A process killed in between left no `{{ this }}`: the next run took itself
-    for a first run and rebuilt the mirrored table."""
+    """Holding a change renames the published snapshot aside, then the output (`__om_new`) into
+    `{{ this }}`; discarding it after a failed test drops `{{ this }}`, then renames the snapshot
+    back (`__om_audit_base`). A process killed before that second rename left no `{{ this }}`: the
+    next run took itself for a first run and rebuilt the mirrored table."""
     project = Project(tmp_path, {"publish": "after_tests"})
     project.run(FIRST)
     project.held.finish([], {"nodes": {}})
     published = project.warehouse.table(THIS).rows
-    project.run([*FIRST, {"id": 4, "name": "d"}])
     rename = project.warehouse.rename
 
-    def killed_before_renaming_back(relation: Any, to: Any) -> None:
-        if relation.identifier == "customers__om_audit_base":
+    def killed_at_the_second_rename(relation: Any, to: Any) -> None:
+        if relation.identifier == renamed_last:
             raise SystemExit("killed")
         rename(relation, to)
 
-    monkeypatch.setattr(project.warehouse, "rename", killed_before_renaming_back)
+    monkeypatch.setattr(project.warehouse, "rename", killed_at_the_second_rename)
     test = "test.shop.unique_customers_id"
     nodes = {test: {"resource_type": "test", "depends_on": {"nodes": ["model.shop.customers"]}}}
     with pytest.raises(SystemExit):
+        project.run([*FIRST, {"id": 4, "name": "d"}])
         project.held.finish([{"node": {"unique_id": test}, "status": "fail"}], {"nodes": nodes})
     monkeypatch.undo()
-    assert "customers" not in project.warehouse.tables
+    lease._ACTIVE_RUNS.pop("run-2", None)  # the process that held the lease is gone
+    assert "customers" not in project.warehouse.tables and "customers__om_audit_base" in project.warehouse.tables
     project.held = HeldChanges(project.context)
     response = project.run([*FIRST, {"id": 5, "name": "e"}])
     project.held.finish([], {"nodes": {}})
     assert response.mode == "incremental" and response.inserts == 1
-    assert any("customers__om_audit_base" in w for w in project.warned)
+    assert any("customers__om_audit_base" in w and "back in place" in w for w in project.warned)
     assert project.files() == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
     assert [(r["id"], r[ROW_MARKER]) for r in project.rows("00000000000000000002.parquet")] == [(5, 0)]
-    assert project.warehouse.table(THIS).rows == [*published, {"id": 5, "name": "e"}]
-
-
-def test_a_hold_stopped_between_its_renames_puts_the_snapshot_back_at_the_next_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Holding a change renames the published snapshot aside, then the output into `{{ this }}`;
-    a process killed in between leaves no `{{ this }}` either."""
-    project = Project(tmp_path, {"publish": "after_tests"})
-    project.run(FIRST)
-    project.held.finish([], {"nodes": {}})
-    published = project.warehouse.table(THIS).rows
-    rename = project.warehouse.rename
-
-    def killed_before_the_output_moves_in(relation: Any, to: Any) -> None:
-        if relation.identifier == "customers__om_new":
-            raise SystemExit("killed")
-        rename(relation, to)
-
-    monkeypatch.setattr(project.warehouse, "rename", killed_before_the_output_moves_in)
-    with pytest.raises(SystemExit):
-        project.run([*FIRST, {"id": 4, "name": "d"}])
-    monkeypatch.undo()
-    assert "customers" not in project.warehouse.tables and "customers__om_audit_base" in project.warehouse.tables
-    lease._ACTIVE_RUNS.pop("run-2")  # the process that held the lease is gone
-    project.held = HeldChanges(project.context)
-    response = project.run([*FIRST, {"id": 5, "name": "e"}])
-    project.held.finish([], {"nodes": {}})
-    assert response.mode == "incremental" and [(r["id"], r[ROW_MARKER]) for r in project.rows(response.files[0])] == [
-        (5, 0)
-    ]
     assert project.warehouse.table(THIS).rows == [*published, {"id": 5, "name": "e"}]
