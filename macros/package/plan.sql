@@ -3,14 +3,16 @@
     tables test both, tests/unit/test_package_decisions.py). -#}
 
 {#- Columns as the shared SQL macros take them (name, data_type, published_type, is_complex,
-    published_name). -#}
+    is_collated, published_name). -#}
 {%- macro openmirror_column_specs(columns) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set specs = [] -%}
   {%- for column in columns -%}
     {%- set data_type = column.dtype | trim | lower -%}
     {%- set is_complex = data_type.startswith(('struct<', 'array<', 'map<')) -%}
+    {%- set is_collated = not is_complex and modules.re.search(om.openmirror_constants().non_binary_collation, data_type) is not none -%}
     {%- do specs.append({
-        'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex,
+        'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex, 'is_collated': is_collated,
         'published_type': 'string' if is_complex else data_type, 'published_name': column.column,
     }) -%}
   {%- endfor -%}
@@ -19,7 +21,7 @@
 
 {#- The spec published under the mirror's spelling of its name (`spelling`: lower name -> name). -#}
 {%- macro openmirror_as_published(spec, spelling) -%}
-  {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex,
+  {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex, 'is_collated': spec.is_collated,
       'published_type': spec.published_type, 'published_name': spelling.get(spec.name | lower, spec.name)}) }}
 {%- endmacro -%}
 

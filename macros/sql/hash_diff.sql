@@ -14,7 +14,7 @@
 -#}
 
 {#- Bumped whenever openmirror_row_hash changes: hashes written by another formula are not trusted. -#}
-{%- macro openmirror_hash_formula() -%}2{%- endmacro -%}
+{%- macro openmirror_hash_formula() -%}3{%- endmacro -%}
 
 {%- macro openmirror_null_masks(hashed) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
@@ -33,7 +33,7 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set parts = [seed | string] -%}
   {%- for column in hashed -%}
-    {%- do parts.append(om.openmirror_published_value(om.openmirror_quote(column.name), column)) -%}
+    {%- do parts.append(om.openmirror_compared_value(om.openmirror_quote(column.name), column)) -%}
   {%- endfor -%}
   {%- if hashed -%}{%- do parts.append(om.openmirror_null_masks(hashed)) -%}{%- endif -%}
   xxhash64({{ parts | join(', ') }})

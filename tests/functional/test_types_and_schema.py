@@ -1,5 +1,7 @@
 """Parquet the mirror accepts for every data type, and column changes between runs."""
 
+import math
+
 import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
@@ -97,6 +99,50 @@ class TestDataTypes:
         run_dbt(["run"])
         assert file_markers(folder)[-1] == [1]
         assert pq.read_table(data_files(folder)[-1]).to_pylist()[0]["tags"] == "[2,0]"
+
+
+def _values(rows: str, extra: str = "") -> str:
+    """Rows (id, d, s, at) as a double, a string compared case-insensitively and a struct holding a
+    timestamp, with `extra` columns."""
+    return f"""
+select id, cast(d as double) as d, cast(s as string collate UTF8_LCASE) as s,
+  named_struct('at', cast(at as timestamp)) as ev {extra}
+from values {rows} as t(id, d, s, at)"""
+
+
+class TestValuesSparkTakesForEqual:
+    """Values Spark's `<=>` or hashes take for equal but the files carry apart: 0.0 and -0.0,
+    strings equal under their collation, timestamps inside a struct differing by microseconds."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"valued.sql": MODEL}
+
+    def test_they_are_published_as_changes_by_either_diff(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "valued")
+        at, at_later = "'2024-03-10 07:30:00.123456'", "'2024-03-10 07:30:00.123999'"
+        set_source(warehouse, schema, _values(f"(1, 0.0D, 'abc', {at}), (2, 1.0D, 'x', {at}), (3, 5.0D, 'y', {at})"))
+        run_dbt(["run"])
+        assert pq.read_table(data_files(folder)[0]).to_pylist()[0]["ev"] == '{"at":"2024-03-10T07:30:00.123456Z"}'
+
+        # The key hashes' diff.
+        set_source(
+            warehouse, schema, _values(f"(1, -0.0D, 'abc', {at}), (2, 0.0D, 'x', {at}), (3, 5.0D, 'y', {at_later})")
+        )
+        run_dbt(["run"])
+        changed = {row["id"]: row for row in pq.read_table(data_files(folder)[-1]).to_pylist()}
+        assert sorted(changed) == [1, 2, 3] and file_markers(folder)[-1] == [1, 1, 1]
+        assert math.copysign(1, changed[1]["d"]) == -1
+        assert changed[3]["ev"] == '{"at":"2024-03-10T07:30:00.123999Z"}'
+
+        # The whole rows' diff (the first run after a column is added; NULL, so no change itself).
+        rows = f"(1, -0.0D, 'ABC', {at}), (2, -0.0D, 'x', {at}), (3, 5.0D, 'y', {at_later})"
+        set_source(warehouse, schema, _values(rows, ", cast(null as int) as added"))
+        run_dbt(["run"])
+        changed = {row["id"]: row for row in pq.read_table(data_files(folder)[-1]).to_pylist()}
+        assert sorted(changed) == [1, 2] and changed[1]["s"] == "ABC" and math.copysign(1, changed[2]["d"]) == -1
+        assert findings_for(landing_zone, folder) == []
 
 
 MODEL = """

@@ -19,6 +19,7 @@ from tests.support.sql_macros import sql_macros
 # Names the macros write literally.
 HASH_1, HASH_2, ROWS = "`__openmirror_hash1`", "`__openmirror_hash2`", "`__openmirror_rows`"
 macros = sql_macros()
+JSON = macros.openmirror_json_options().strip()
 
 ORDER = ColumnSpec("Order_ID", "bigint")
 LINE = ColumnSpec("line", "int")
@@ -41,7 +42,7 @@ def test_hashed_columns_are_the_non_key_columns_in_name_order():
 
 def test_signature_names_the_formula_and_changes_with_a_published_type_or_a_column():
     covered = json.loads(signature([AMOUNT, NAME]))
-    assert covered == {"formula": 2, "columns": [["amount", "decimal(12,2)"], ["my `odd` name", "string"]]}
+    assert covered == {"formula": 3, "columns": [["amount", "decimal(12,2)"], ["my `odd` name", "string"]]}
     assert signature([AMOUNT, NAME]) != signature([ColumnSpec("amount", "decimal(14,2)"), NAME])
     assert signature([AMOUNT, NAME]) != signature([AMOUNT])
     # Complex values are hashed as the JSON they are published as.
@@ -66,8 +67,8 @@ def test_key_hashes_one_pass_with_a_null_mask_and_two_seeds_bucketed_and_sorted_
     assert "\nselect /*+ REPARTITION(16, `Order_ID`, `line`) */ `Order_ID`, `line`, xxhash64(" in sql
     # Which columns are NULL enters as a bit mask: Spark's hash functions skip NULL arguments.
     null_mask = "(if(`amount` is null, 1L, 0L) | if(`tags` is null, 2L, 0L))"
-    assert f"xxhash64(1, `amount`, to_json(`tags`), {null_mask}) as {HASH_1}" in sql
-    assert f"xxhash64(2, `amount`, to_json(`tags`), {null_mask}) as {HASH_2}" in sql
+    assert f"xxhash64(1, `amount`, to_json(`tags`, {JSON}), {null_mask}) as {HASH_1}" in sql
+    assert f"xxhash64(2, `amount`, to_json(`tags`, {JSON}), {null_mask}) as {HASH_2}" in sql
     assert sql.rstrip().endswith("from s.t__new")
     assert "group by" not in sql  # no shuffle: a map-only pass
 
@@ -131,7 +132,7 @@ def test_changed_rows_read_back_only_changed_keys():
     marker = "cast(case when c.`__rowMarker__` = 0 then 0 else 1 end as int) as `__rowMarker__`"
     assert present.index(marker) < present.index("c.`Order_ID` as `Order_ID`")
     assert "cast(2 as int) as `__rowMarker__`" in deleted
-    assert "to_json(n.`tags`) as `tags`" in present
+    assert f"to_json(n.`tags`, {JSON}) as `tags`" in present
     assert "cast(null as string) as `my ``odd`` name`" in present
     # Deleted keys carry the key and NULLs, in the same column order.
     assert "`Order_ID` as `Order_ID`,\n  `line` as `line`,\n  cast(null as string) as `tags`" in deleted
@@ -152,7 +153,7 @@ def test_complex_keys_are_published_as_json_in_every_file():
         change_markers="insert_update_delete",
         position="last",
     ).split("union all")
-    assert "to_json(c.`k`) as `k`" in present and "to_json(`k`) as `k`" in deleted
+    assert f"to_json(c.`k`, {JSON}) as `k`" in present and f"to_json(`k`, {JSON}) as `k`" in deleted
     whole_rows = macros.openmirror_change_rows_sql(
         new_relation="s.new",
         previous_relation="s.old",
@@ -163,7 +164,7 @@ def test_complex_keys_are_published_as_json_in_every_file():
         change_markers="insert_update_delete",
         position="last",
     )
-    assert "to_json(coalesce(n.`k`, o.`k`)) as `k`" in whole_rows
+    assert f"to_json(coalesce(n.`k`, o.`k`), {JSON}) as `k`" in whole_rows
     initial = macros.openmirror_initial_load_sql(
         relation="s.new",
         columns=plan.columns,
@@ -171,7 +172,7 @@ def test_complex_keys_are_published_as_json_in_every_file():
         change_markers="insert_update_delete",
         position="last",
     )
-    assert "to_json(`k`) as `k`" in initial
+    assert f"to_json(`k`, {JSON}) as `k`" in initial
 
 
 def test_columns_are_published_under_the_spelling_the_mirror_has():

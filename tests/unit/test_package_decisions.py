@@ -82,6 +82,7 @@ def _spec(column):
         "name": column.name,
         "data_type": column.data_type,
         "is_complex": column.is_complex,
+        "is_collated": column.is_collated,
         "published_type": column.published_type,
         "published_name": column.published_name,
     }
@@ -398,6 +399,9 @@ def test_schema_plan_agrees(package, previous, current, on_schema_change, publis
         "array<string>",
         "MAP<string,int>",
         "string collate UTF8_LCASE",
+        "string collate UTF8_BINARY",
+        "string collate UTF8_BINARY_RTRIM",
+        "array<string collate UTF8_LCASE>",
     ],
 )
 def test_column_specs_agree(package, data_type):

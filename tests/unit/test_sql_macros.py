@@ -8,6 +8,32 @@ ID = ColumnSpec("id", "int")
 NAME = ColumnSpec("my `odd` name", "string")
 TAGS = ColumnSpec("tags", "array<string>")
 macros = sql_macros()
+#: Complex values are published as JSON text with timestamps in microseconds and UTC.
+JSON = macros.openmirror_json_options().strip()
+
+
+def test_complex_values_are_json_with_timestamps_in_microseconds_in_utc():
+    assert JSON == (
+        "map('timestampFormat', 'yyyy-MM-dd\\'T\\'HH:mm:ss.SSSSSSXXX', "
+        "'timestampNTZFormat', 'yyyy-MM-dd\\'T\\'HH:mm:ss.SSSSSS', 'timeZone', 'UTC')"
+    )
+
+
+def test_the_diff_tells_apart_what_the_files_tell_apart():
+    """Spark's xxhash64 and `<=>` take 0.0 and -0.0 for one value, and `<=>` follows collations."""
+    compared = {
+        data_type: str(macros.openmirror_compared_value("n.`v`", ColumnSpec("v", data_type))).strip()
+        for data_type in ("double", "FLOAT", "string collate UTF8_LCASE", "string collate UTF8_BINARY", "int")
+    }
+    assert compared == {
+        "double": "struct(n.`v`, case when n.`v` = 0 then cast(n.`v` as string) end)",
+        "FLOAT": "struct(n.`v`, case when n.`v` = 0 then cast(n.`v` as string) end)",
+        "string collate UTF8_LCASE": "collate(n.`v`, 'UTF8_BINARY')",
+        "string collate UTF8_BINARY": "n.`v`",
+        "int": "n.`v`",
+    }
+    sql = change_rows(SchemaPlan(columns=[ID, ColumnSpec("d", "double")]), ["id"], "insert_update_delete")
+    assert "struct(n.`d`, case when n.`d` = 0 then cast(n.`d` as string) end) <=> struct(o.`d`," in sql
 
 
 def initial_load(plan, change_markers, position):
@@ -65,7 +91,7 @@ def test_a_full_load_is_insert_only_without_a_marker_column():
         sql = initial_load(plan, "insert_update_delete", position)
         assert sql.startswith("select\n  `id` as `id`,\n  `my ``odd`` name` as `my ``odd`` name`")
         assert "__rowMarker__" not in sql
-        assert "to_json(`tags`) as `tags`" in sql
+        assert f"to_json(`tags`, {JSON}) as `tags`" in sql
         assert sql.endswith("\nfrom s.new")
 
 
@@ -89,7 +115,7 @@ def test_change_rows_compare_every_non_key_column_null_safely():
     assert "full outer join s.old o on n.`id` = o.`id`" in sql
     assert "coalesce(n.`id`, o.`id`) as `id`" in sql  # deletes carry the old key
     assert "n.`my ``odd`` name` <=> o.`my ``odd`` name`" in sql
-    assert "to_json(n.`tags`) <=> to_json(o.`tags`)" in sql
+    assert f"to_json(n.`tags`, {JSON}) <=> to_json(o.`tags`, {JSON})" in sql
     assert "when o.`id` is null then 0 when n.`id` is null then 2 else 1 end" in sql
 
 

@@ -27,7 +27,7 @@ from dbt.adapters.openmirror.package.publish import (
     SUPERSEDED,
 )
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS, HASHES_RUN_ID
-from dbt.adapters.openmirror.planning.keys import HIDDEN, NON_BINARY_COLLATION, STRING_TYPES
+from dbt.adapters.openmirror.planning.keys import HIDDEN, STRING_TYPES
 from dbt.adapters.openmirror.planning.run_plan import (
     FIRST_PUBLISH,
     FULL_REFRESH,
@@ -36,7 +36,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     SNAPSHOT_PUBLISHED_COLUMNS,
     SNAPSHOT_TABLE_FOLDER,
 )
-from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, ROW_MARKER_NAME
+from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, NON_BINARY_COLLATION, ROW_MARKER_NAME
 from dbt.adapters.openmirror.rules.landing_zone import (
     FORBIDDEN_NAME_CHARACTERS,
     MAX_NAME_LENGTH,

@@ -1,17 +1,13 @@
 """Unique-key rules: the key columns must exist, and be non-NULL and unique in every output."""
 
-import re
 from collections.abc import Iterable, Sequence
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
-from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.planning.schema_plan import NON_BINARY_COLLATION, ColumnSpec
 
 _FLOATING_POINT = ("float", "double", "real")
 STRING_TYPES = ("string", "varchar", "char")
 HIDDEN = "(values hidden: show_key_values=false)"
-#: A string collation other than byte for byte (UTF8_BINARY), in a lower-cased Spark type: keys
-#: equal under it can differ to the mirror.
-NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
 
 
 def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> list[str]:

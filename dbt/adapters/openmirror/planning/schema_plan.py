@@ -1,11 +1,15 @@
 """What to publish when the model's columns differ from the snapshot's (spec section 5)."""
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
 
 _COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
+#: A string collation other than byte for byte (UTF8_BINARY), in a lower-cased Spark type: values
+#: equal under it can differ in the files.
+NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
 #: Names the published files or the diff's own tables use: a model column cannot have them.
 ROW_MARKER_NAME = "__rowmarker__"
 INTERNAL_PREFIX = "__openmirror_"
@@ -25,6 +29,12 @@ class ColumnSpec:
     @property
     def is_complex(self) -> bool:
         return self.data_type.strip().lower().startswith(_COMPLEX_TYPE_PREFIXES)
+
+    @property
+    def is_collated(self) -> bool:
+        """A string compared under a collation other than byte for byte (a complex value is
+        compared as its JSON text)."""
+        return not self.is_complex and bool(NON_BINARY_COLLATION.search(self.data_type.strip().lower()))
 
     @property
     def published_type(self) -> str:
