@@ -39,13 +39,18 @@
 {%- macro openmirror_resolve_keys(unique_key, specs) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set reserved = om.openmirror_constants().reserved -%}
+  {%- set unpublishable = om.openmirror_constants().unpublishable_types -%}
   {%- for spec in specs -%}
+    {%- set type_word = modules.re.split(unpublishable.type_word, spec.data_type | trim | lower, 1)[0] -%}
     {%- if spec.name | lower == reserved.row_marker_lower -%}
       {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'. The mirror reads " ~ reserved.row_marker
           ~ " (in any letter case) as the row marker that dbt-openmirror writes itself; rename the column in the model.") -%}
     {%- elif (spec.name | lower).startswith(reserved.internal_prefix) -%}
       {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'; names starting with '"
           ~ reserved.internal_prefix ~ "' are dbt-openmirror's own. Rename the column in the model.") -%}
+    {%- elif type_word in unpublishable.reasons -%}
+      {%- do om.openmirror_fail("column '" ~ spec.name ~ "' is " ~ spec.data_type | trim ~ ": "
+          ~ unpublishable.reasons[type_word] ~ ". Nothing was published.") -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set by_lower = {} -%}

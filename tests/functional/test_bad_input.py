@@ -28,6 +28,10 @@ BAD_MODELS = {
     "upper_alias.sql": _model("unique_key='id', alias='Orders'"),
     "marker_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
     "select id, 1 as __RowMarker__ from {{ target.schema }}.src",
+    "void_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+    "select id, null as nothing from {{ target.schema }}.src",
+    "interval_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+    "select id, interval '1' day as wait from {{ target.schema }}.src",
 }
 
 
@@ -61,6 +65,8 @@ class TestBadInput:
             ("map_key", ["'map_key'", "'m'", "map<string,string>"]),
             ("collated_key", ["'collated_key'", "'region'", "string collate UTF8_LCASE", "'UTF8_BINARY'"]),
             ("marker_column", ["'marker_column'", "'__RowMarker__'", "rename the column"]),
+            ("void_column", ["'void_column'", "column 'nothing' is void", "cast(null as string)"]),
+            ("interval_column", ["'interval_column'", "column 'wait' is interval day", "months or microseconds"]),
             ("upper_alias", ["'upper_alias'", ".Orders", ".orders)", "in lower case"]),
         ],
     )

@@ -42,7 +42,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     plan_run,
     snapshot_record,
 )
-from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, check_reserved_names, plan_schema
+from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, check_output_columns, plan_schema
 from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
@@ -268,7 +268,7 @@ def test_folder_name_rules_agree(package, name):
     assert (folder_name_problem(name) is None) == (error is None), (folder_name_problem(name), error)
 
 
-# -- 3. key resolution (planning/keys.py, schema_plan.check_reserved_names; openmirror_resolve_keys) --
+# -- 3. key resolution (planning/keys.py, schema_plan.check_output_columns; openmirror_resolve_keys) --
 
 KEY_CASES = [
     (["id"], [("id", "bigint"), ("name", "string")]),
@@ -292,12 +292,19 @@ KEY_CASES = [
     (["code"], [("code", "string collate UTF8_BINARY")]),
     (["code"], [("code", "string collate utf8_binary_rtrim")]),
     (["code"], [("code", "string"), ("note", "string collate UTF8_LCASE")]),
+    (["id"], [("id", "int"), ("v", "void")]),
+    (["id"], [("id", "int"), ("v", "interval day")]),
+    (["id"], [("id", "int"), ("v", " INTERVAL YEAR TO MONTH ")]),
+    (["id"], [("id", "int"), ("v", "time(6)")]),
+    (["id"], [("id", "int"), ("v", "variant")]),
+    (["id"], [("id", "int"), ("v", "geometry(4326)")]),
+    (["id"], [("id", "int"), ("v", "timestamp"), ("w", "timestamp_ntz"), ("x", "array<interval day>")]),
 ]
 
 
 def _python_keys(unique_key, specs):
     names = [spec.name for spec in specs]
-    check_reserved_names("m", names)
+    check_output_columns("m", specs)
     keys = resolve_key_columns("m", unique_key, names)
     by_name = {spec.name: spec for spec in specs}
     return keys, check_key_types("m", [by_name[k] for k in keys])

@@ -6,7 +6,7 @@ from dbt.adapters.openmirror.errors import SchemaChangeError
 from dbt.adapters.openmirror.planning.schema_plan import (
     ColumnSpec,
     check_candidate_types,
-    check_reserved_names,
+    check_output_columns,
     plan_schema,
 )
 
@@ -108,8 +108,25 @@ def test_sync_all_columns_rebuilds_to_take_a_new_spelling():
 @pytest.mark.parametrize("name", ["__rowMarker__", "__ROWMARKER__", "__openmirror_rows"])
 def test_the_row_marker_and_internal_names_are_reserved(name):
     with pytest.raises(SchemaChangeError, match=f"Model 'm': the output has a column '{name}'"):
-        check_reserved_names("m", ["id", name])
-    check_reserved_names("m", ["id", "rowMarker", "__open"])
+        check_output_columns("m", [ID, ColumnSpec(name, "int")])
+    check_output_columns("m", [ID, *(ColumnSpec(n, "int") for n in ("rowMarker", "__open"))])
+
+
+@pytest.mark.parametrize(
+    "data_type, advice",
+    [
+        ("void", "cast(null as string)"),
+        ("interval day to second", "a bare count of months or microseconds"),
+        ("time(6)", "cast it to string"),
+        ("variant", "to_json"),
+        ("geography(4326)", "WKT"),
+    ],
+)
+def test_types_the_mirror_cannot_hold_are_refused(data_type, advice):
+    expected = f"Model 'm': column 'v' is {re.escape(data_type)}: .*{re.escape(advice)}"
+    with pytest.raises(SchemaChangeError, match=expected):
+        check_output_columns("m", [ID, ColumnSpec("v", data_type)])
+    check_output_columns("m", [ID, ColumnSpec("v", "timestamp"), ColumnSpec("w", "struct<i:interval day>")])
 
 
 def test_candidates_keep_every_type_of_the_snapshot_they_merge_into():

@@ -36,7 +36,13 @@ from dbt.adapters.openmirror.planning.run_plan import (
     SNAPSHOT_PUBLISHED_COLUMNS,
     SNAPSHOT_TABLE_FOLDER,
 )
-from dbt.adapters.openmirror.planning.schema_plan import INTERNAL_PREFIX, NON_BINARY_COLLATION, ROW_MARKER_NAME
+from dbt.adapters.openmirror.planning.schema_plan import (
+    INTERNAL_PREFIX,
+    NON_BINARY_COLLATION,
+    ROW_MARKER_NAME,
+    TYPE_WORD,
+    UNPUBLISHABLE_TYPES,
+)
 from dbt.adapters.openmirror.rules.landing_zone import (
     FORBIDDEN_NAME_CHARACTERS,
     MAX_NAME_LENGTH,
@@ -120,6 +126,7 @@ def constants() -> dict[str, Any]:
         },
         "reasons": {"first_publish": FIRST_PUBLISH, "full_refresh": FULL_REFRESH},
         "reserved": {"row_marker": ROW_MARKER, "row_marker_lower": ROW_MARKER_NAME, "internal_prefix": INTERNAL_PREFIX},
+        "unpublishable_types": {"reasons": UNPUBLISHABLE_TYPES, "type_word": TYPE_WORD.pattern},
         "run_id_pattern": RUN_ID_PATTERN.pattern,
         "run_id_rule": RUN_ID_RULE,
         "empty_run": EMPTY_RUN,

@@ -59,9 +59,28 @@ class SchemaPlan:
     respelled: list[tuple[str, str]] = field(default_factory=list)
 
 
-def check_reserved_names(model: str, columns: Sequence[str]) -> None:
-    """Refuse output columns named like the row marker or the diff's own columns (any case)."""
-    for name in columns:
+#: Spark types the mirror has no column type for (spec section 3), by their type name's first word
+#: (`TYPE_WORD` ends it), with what to publish instead. Inside a struct, array or map they travel
+#: as JSON text like the rest.
+UNPUBLISHABLE_TYPES = {
+    "void": "a column of NULLs without a type; cast it to the type it holds, e.g. cast(null as string)",
+    "interval": (
+        "intervals have no Delta type (the file would carry a bare count of months or microseconds); "
+        "publish a number in a unit the column's name says, or a string"
+    ),
+    "time": "time of day has no Delta type; cast it to string",
+    "variant": "variants have no Delta type; publish JSON text, to_json(...)",
+    "geometry": "geometries have no Delta type; publish their WKT (string) or WKB (binary)",
+    "geography": "geographies have no Delta type; publish their WKT (string) or WKB (binary)",
+}
+TYPE_WORD = re.compile(r"[\s(<]")
+
+
+def check_output_columns(model: str, columns: Sequence[ColumnSpec]) -> None:
+    """Refuse output columns named like the row marker or the diff's own columns (any case), and
+    columns of a type the mirror cannot hold."""
+    for column in columns:
+        name = column.name
         if name.lower() == ROW_MARKER_NAME:
             raise SchemaChangeError(
                 f"Model '{model}': the output has a column '{name}'. The mirror reads "
@@ -72,6 +91,11 @@ def check_reserved_names(model: str, columns: Sequence[str]) -> None:
             raise SchemaChangeError(
                 f"Model '{model}': the output has a column '{name}'; names starting with "
                 f"'{INTERNAL_PREFIX}' are dbt-openmirror's own. Rename the column in the model."
+            )
+        reason = UNPUBLISHABLE_TYPES.get(TYPE_WORD.split(column.data_type.strip().lower(), maxsplit=1)[0])
+        if reason is not None:
+            raise SchemaChangeError(
+                f"Model '{model}': column '{name}' is {column.data_type.strip()}: {reason}. Nothing was published."
             )
 
 

@@ -42,7 +42,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
 from dbt.adapters.openmirror.planning.schema_plan import (
     ColumnSpec,
     check_candidate_types,
-    check_reserved_names,
+    check_output_columns,
     plan_schema,
 )
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
@@ -461,7 +461,7 @@ class MirrorRun:
     def _resolve_keys(self, columns: Sequence[ColumnSpec]) -> list[str]:
         """The key columns as the model spells them, after checking the column names."""
         names = [c.name for c in columns]
-        check_reserved_names(self.mirror.model, names)
+        check_output_columns(self.mirror.model, columns)
         return resolve_key_columns(self.mirror.model, self.mirror.unique_key, names)
 
     def _key_columns(self, columns: Sequence[ColumnSpec]) -> list[str]:
