@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+from pyspark.sql import SparkSession
 
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
 from tests.support.mirror import (
@@ -162,6 +163,42 @@ class TestWriteAuditPublish:
         before = replay(folder)
         run_dbt(["run", "--select", "orders"])  # `dbt run` runs no tests
         assert replay(folder) == before
+
+
+DUPLICATED_AFTER_ORDERS = """
+{{ config(materialized='open_mirror', unique_key='id') }}
+select id from {{ ref('orders') }} union all select 1 as id
+"""
+
+
+class TestWriteAuditPublishFailFast:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": AUDITED, "schema.yml": AUDITED_TESTS, "zz_duplicated.sql": DUPLICATED_AFTER_ORDERS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return HOOK
+
+    def test_fail_fast_after_a_change_was_held_still_settles_it(self, project, warehouse, landing_zone):
+        """--fail-fast cancels the models still running, then runs the on-run-end hook: its
+        statements failed as cancelled, dbt reported a keyboard interrupt, and the change stayed
+        held as `{{ this }}` until the next run."""
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values (1, 10), (2, 20) as t(id, amount)", name="src_orders")
+        run_dbt(["build", "--select", "orders"])
+        folder = table_folder(landing_zone, schema, "orders")
+        published = replay(folder)
+        snapshot = model_output(warehouse, f"select * from {schema}.orders")
+        set_source(warehouse, schema, "select * from values (1, 10), (3, 30) as t(id, amount)", name="src_orders")
+        results, output = run_dbt_and_capture(["run", "--fail-fast", "--threads", "1"], expect_pass=False)
+        assert "keyboard interrupt" not in output
+        assert "Model 'orders': not published" in output
+        statuses = {r.node.name: r.status for r in results}
+        assert (statuses["orders"], statuses["zz_duplicated"]) == ("success", "error")
+        assert replay(folder) == published and model_output(warehouse, f"select * from {schema}.orders") == snapshot
+        properties = SparkSession.builder.getOrCreate().sql(f"show tblproperties {schema}.orders").collect()
+        assert "openmirror.held" not in {row["key"] for row in properties}
 
 
 class TestWriteAuditPublishNeedsItsHook:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.openmirror.errors import RunInterruptedError
 from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SNAPSHOT_RUN_ID, SNAPSHOT_SEQUENCE_NUMBER
 from dbt.adapters.openmirror.publishing import lease
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER
@@ -242,3 +243,25 @@ def test_a_snapshot_a_killed_process_left_aside_is_put_back_by_the_next_run(
     assert project.files() == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
     assert [(r["id"], r[ROW_MARKER]) for r in project.rows("00000000000000000002.parquet")] == [(5, 0)]
     assert project.warehouse.table(THIS).rows == [*published, {"id": 5, "name": "e"}]
+
+
+def test_a_run_cancelled_after_staging_its_files_leaves_none_behind(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dbt cancelled the run (--fail-fast, Ctrl-C) after Spark wrote the change files but before
+    they were numbered: nothing journals them, so no later run would ever find them."""
+    query = project.warehouse.query
+
+    def cancelled_at_the_count(macro: str, **values: Any) -> list[tuple[Any, ...]]:
+        if macro == "openmirror_marker_counts_sql":
+            raise RunInterruptedError("interrupted: the run was cancelled before this statement")
+        return query(macro, **values)
+
+    monkeypatch.setattr(project.warehouse, "query", cancelled_at_the_count)
+    with pytest.raises(RunInterruptedError):
+        project.run(FIRST)
+    assert "openmirror_write_files_sql" in project.warehouse.statements
+    assert not list((project.landing_zone / "_scratchPad" / "dbt-openmirror").glob("run-*"))
+    monkeypatch.undo()
+    project.run(FIRST)
+    assert project.files() == ["00000000000000000001.parquet"]

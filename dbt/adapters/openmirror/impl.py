@@ -226,5 +226,8 @@ class OpenMirrorAdapter(SparkAdapter):
 
     @available
     def openmirror_finish_audits(self, results: Sequence[Any], graph: Mapping[str, Any]) -> list[str]:
-        """The on-run-end hook: publish each held change whose tests passed, discard the others."""
+        """The on-run-end hook: publish each held change whose tests passed, discard the others.
+        dbt runs it after cancelling the models only when it goes on (--fail-fast; after Ctrl-C
+        it runs no hook), so the statements it needs may run again."""
+        cast(OpenMirrorConnectionManager, self.connections).interrupted.clear()
         return self.held_changes.finish(results, graph)

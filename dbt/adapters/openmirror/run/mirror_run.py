@@ -247,12 +247,16 @@ class MirrorRun:
         """Stage the change rows, record `output` as the snapshot it will be, and publish (or
         hold the change for the model's tests)."""
         staging = self._start_staging()
-        counts: dict[int, int] = {}
-        if plan.mode != INCREMENTAL or change.rows != 0:  # no changed keys: no row to read back
-            self._write_change_files(staging, change)
-            counts = change.markers if change.markers is not None else self._marker_counts(plan, staging)
-            land_staged_files(self.context.storage, staging)
-        pending = self._prepare_publish(plan, staging, state, counts)
+        try:
+            counts: dict[int, int] = {}
+            if plan.mode != INCREMENTAL or change.rows != 0:  # no changed keys: no row to read back
+                self._write_change_files(staging, change)
+                counts = change.markers if change.markers is not None else self._marker_counts(plan, staging)
+                land_staged_files(self.context.storage, staging)
+            pending = self._prepare_publish(plan, staging, state, counts)
+        except BaseException:  # also dbt cancelling the run: nothing journals these files, nobody would find them
+            self._discard_staged(staging)
+            raise
         self._record_snapshot(plan, pending, candidate_runs, output, overlay)
         if self.mirror.publish == AFTER_TESTS:
             published = self._hold(pending)
@@ -613,23 +617,26 @@ class MirrorRun:
         counts: dict[int, int],
     ) -> PendingPublish:
         """Which staged file becomes which number; nothing is published yet."""
-        publisher = self.context.publisher
+        return self.context.publisher.prepare(
+            self.mirror.table_folder,
+            plan.key_columns,
+            staging.path,
+            state,
+            sum(counts.values()),
+            self.mirror.model,
+            self.run_id,
+            full_load=plan.mode != INCREMENTAL,
+            rebuild=plan.mode == REBUILD,
+            owner=str(self.relations.target),
+        )
+
+    def _discard_staged(self, staging: Staging) -> None:
+        """Files staged for a publish that was never prepared go (as much as can go: the run's
+        own error is the one to report)."""
         try:
-            return publisher.prepare(
-                self.mirror.table_folder,
-                plan.key_columns,
-                staging.path,
-                state,
-                sum(counts.values()),
-                self.mirror.model,
-                self.run_id,
-                full_load=plan.mode != INCREMENTAL,
-                rebuild=plan.mode == REBUILD,
-                owner=str(self.relations.target),
-            )
-        except Exception:
-            publisher.discard(staging.path)
-            raise
+            self.context.publisher.discard(staging.path)
+        except Exception as exc:
+            self.context.debug(f"Model '{self.mirror.model}': could not discard {staging.path}: {exc}")
 
     def _record_snapshot(
         self,
