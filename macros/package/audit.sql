@@ -47,7 +47,7 @@
   {%- endfor -%}
   {%- if failed -%}{{ return({'publish': false, 'reason': 'its tests did not pass: ' ~ failed | join(', ')}) }}{%- endif -%}
   {%- if not_run -%}
-    {{ return({'publish': false, 'reason': 'its tests did not run in this invocation (' ~ not_run | join(', ') ~ '); use dbt build'}) }}
+    {{ return({'publish': false, 'reason': 'its tests did not run in this invocation (' ~ not_run | join(', ') ~ '); run them with the model (dbt build, without excluding them)'}) }}
   {%- endif -%}
   {{ return({'publish': true, 'reason': 'its ' ~ tests | length ~ ' tests passed'}) }}
 {%- endmacro -%}

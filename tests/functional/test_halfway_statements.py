@@ -233,7 +233,7 @@ class TestDiscardedChangesCutOffHalfway:
             set_source(warehouse, schema, STATE_B)
             results, said = run_dbt_and_capture(["build"])
             [model] = [r for r in results if r.node.name == "customers"]
-            assert model.adapter_response["mode"] == "incremental", (seen[-1], model.adapter_response)
+            assert model.adapter_response["mode"] == "held: incremental", (seen[-1], model.adapter_response)
             assert "back in place" in said, seen[-1]
             assert _divergence(project, warehouse, landing_zone, "customers", "select * from {schema}.src") == ""
             expected = normalized(model_output(warehouse, f"select * from {schema}.src"))

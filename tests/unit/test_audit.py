@@ -40,7 +40,7 @@ def test_the_tests_of_a_model_are_the_data_tests_that_depend_on_it():
         ({"unique_orders_id": "error", "relationships_orders": "pass"}, False, "unique_orders_id (error)"),
         ({"unique_orders_id": "skipped", "relationships_orders": "pass"}, False, "(skipped)"),
         ({"unique_orders_id": "pass"}, False, "did not run in this invocation"),
-        ({}, False, "use dbt build"),
+        ({}, False, "run them with the model (dbt build, without excluding them)"),
     ],
 )
 def test_verdicts(statuses, publish, reason):

@@ -197,6 +197,7 @@ def test_a_change_held_for_its_tests_is_published_at_the_invocations_end(tmp_pat
     project = Project(tmp_path, {"publish": "after_tests"})
     response = project.run(FIRST)
     assert response._message.startswith("held: ") and project.files() == []
+    assert response.mode == "held: initial" and response.files == ["00000000000000000001.parquet"]
     assert project.snapshot()[SNAPSHOT_HELD] == "true"
     lines = project.held.finish([], {"nodes": {}})
     assert lines == [
@@ -238,7 +239,7 @@ def test_a_snapshot_a_killed_process_left_aside_is_put_back_by_the_next_run(
     project.held = HeldChanges(project.context)
     response = project.run([*FIRST, {"id": 5, "name": "e"}])
     project.held.finish([], {"nodes": {}})
-    assert response.mode == "incremental" and response.inserts == 1
+    assert response.mode == "held: incremental" and response.inserts == 1
     assert any("customers__om_audit_base" in w and "back in place" in w for w in project.warned)
     assert project.files() == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
     assert [(r["id"], r[ROW_MARKER]) for r in project.rows("00000000000000000002.parquet")] == [(5, 0)]
@@ -265,3 +266,15 @@ def test_a_run_cancelled_after_staging_its_files_leaves_none_behind(
     monkeypatch.undo()
     project.run(FIRST)
     assert project.files() == ["00000000000000000001.parquet"]
+
+
+def test_an_empty_output_that_deletes_every_row_is_a_warning(project: Project) -> None:
+    """An upstream table built by `dbt build --empty` (or a source emptied) makes the next run
+    delete every mirrored row: allowed, but never silent (and `--warn-error` stops it)."""
+    project.run(FIRST)
+    project.run([])
+    assert [r[ROW_MARKER] for r in project.rows("00000000000000000002.parquet")] == [2, 2, 2]
+    assert any("its output is empty, so this run deletes every row" in w for w in project.warned)
+    warned = len(project.warned)
+    project.run([])  # an empty table staying empty deletes nothing
+    assert len(project.warned) == warned

@@ -52,7 +52,11 @@ def verdict(model_id: str, nodes: Mapping[str, Any], results: Iterable[Any]) -> 
     if failed:
         return Verdict(False, f"its tests did not pass: {', '.join(failed)}")
     if not_run:
-        return Verdict(False, f"its tests did not run in this invocation ({', '.join(not_run)}); use dbt build")
+        return Verdict(
+            False,
+            f"its tests did not run in this invocation ({', '.join(not_run)}); "
+            "run them with the model (dbt build, without excluding them)",
+        )
     return Verdict(True, f"its {len(tests)} tests passed")
 
 

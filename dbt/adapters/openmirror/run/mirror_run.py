@@ -51,6 +51,7 @@ from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.publishing.staging import Staging, discard_local, land_staged_files, start_staging
 from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_path
+from dbt.adapters.openmirror.rules.markers import DELETE
 from dbt.adapters.openmirror.run.config import AFTER_TESTS, IGNORE, MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.diff import ChangeRows, SnapshotDiff
@@ -206,7 +207,15 @@ class MirrorRun:
         if rows is not None:
             self._complete_output(existing, rows, previous_columns, plan.schema.ignored)
         diff = self._diff()
-        change = diff.change_rows(plan, snapshot, existing, diff.key_hashes(plan))
+        output_rows = diff.key_hashes(plan)
+        change = diff.change_rows(plan, snapshot, existing, output_rows)
+        deletes = change.markers.get(DELETE, 0) if change.markers is not None else None  # None: not counted yet
+        if output_rows == 0 and plan.mode == INCREMENTAL and deletes != 0:
+            self._warn(
+                f"Model '{self.mirror.model}': its output is empty, so this run deletes every row of "
+                f"{self.mirror.table_folder} (was an input built with --empty, or emptied?); --warn-error "
+                "stops such a run before it publishes"
+            )
         if self.dry_run:
             response = self._report_dry_run(plan, state, change)
             for relation in (relations.new_output, relations.new_hashes, relations.changes):
@@ -768,8 +777,9 @@ class MirrorRun:
 
     def _response(self, plan: RunPlan, counts: dict[int, int], files: list[str]) -> OpenMirrorResponse:
         response = publish_response(counts, files, self.mirror.table_folder, plan.mode, list(self.warnings))
-        if self.mirror.publish == AFTER_TESTS:
+        if self.mirror.publish == AFTER_TESTS:  # its files are named, not published (yet)
             response._message = f"held: {response._message}, published after its tests pass"
+            response.mode = f"held: {response.mode}"
         return response
 
     def _check_empty(
