@@ -105,6 +105,9 @@
   {%- if load == loads.full and reason not in constants.reasons.values() -%}
     {%- do exceptions.warn("Model '" ~ model.name ~ "': staging " ~ settings.table_folder ~ " in full: " ~ reason) -%}
   {%- endif -%}
+  {%- if output_rows == 0 and load == loads.incremental and om.openmirror_row_count(existing_relation) > 0 -%}
+    {%- do exceptions.warn(om.openmirror_empty_output_warning(settings.table_folder)) -%}
+  {%- endif -%}
   {#- Keys are checked before anything is staged: while joining the key hashes (counted), or on
       every row. -#}
   {%- if load == loads.full -%}

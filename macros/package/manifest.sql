@@ -197,3 +197,9 @@
   {{ return('+' ~ counts.get(markers['insert'], 0) ~ ' ~' ~ counts.get(markers['update'], 0) ~ ' -'
       ~ counts.get(markers['delete'], 0) ~ (' ^' ~ upserts if upserts else '')) }}
 {%- endmacro -%}
+
+{#- response.empty_output_warning: a run whose empty output deletes every row of the table. -#}
+{%- macro openmirror_empty_output_warning(table_folder) -%}
+  {{ return("Model '" ~ model.name ~ "': its output is empty, so this run deletes every row of " ~ table_folder
+      ~ " (was an input built with --empty, or emptied?); --warn-error stops such a run before it publishes") }}
+{%- endmacro -%}

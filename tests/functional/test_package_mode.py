@@ -449,3 +449,16 @@ class TestPackageKeyWarnings(InPackageMode):
         assert "'code=x' and 'code=X '" in output or "'code=X ' and 'code=x'" in output
         publish(landing_zone)
         assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")
+
+    @PLUGIN_TWIN
+    def test_an_empty_output_that_deletes_every_row_warns(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values ('a', 1) as t(code, id)")
+        run_dbt(["run", "--select", "codes"])
+        set_source(warehouse, schema, "select * from values ('a', 1) as t(code, id) where id < 0")
+        _, output = run_dbt_and_capture(["run", "--select", "codes"])
+        assert "its output is empty, so this run deletes every row" in output
+        _, output = run_dbt_and_capture(["run", "--select", "codes"])
+        assert "its output is empty" not in output  # nothing left to delete
+        publish(landing_zone)
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")

@@ -46,6 +46,31 @@ class TestUnexpectedFullLoads:
         assert run_dbt(["run"])[0].status == "success"
 
 
+class TestEmptyOutputs:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_an_empty_output_that_deletes_every_row_warns(self, project, warehouse, landing_zone):
+        """An input left empty (`dbt build --empty` leaves its tables so) makes the next run delete
+        every mirrored row: allowed, never silent."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b') as t(id, name)")
+        run_dbt(["run"])
+        set_source(warehouse, schema, "select * from values (1, 'a') as t(id, name) where id < 0")
+        before = tree_digest(landing_zone)
+        results = run_dbt(["--warn-error", "run"], expect_pass=False)
+        assert "its output is empty, so this run deletes every row" in results[0].message
+        assert tree_digest(landing_zone) == before
+        results, output = run_dbt_and_capture(["run"])
+        assert results[0].status == "warn" and "WARN=1" in output
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+        # Empty again: nothing to delete, nothing to say.
+        results, output = run_dbt_and_capture(["run", "--vars", "{openmirror_reconcile: true}"])
+        assert results[0].status == "success" and "WARN=0" in output
+
+
 class TestKeysTheMirrorMayCompareDifferently:
     @pytest.fixture(scope="class")
     def models(self):

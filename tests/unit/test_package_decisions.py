@@ -48,7 +48,7 @@ from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scra
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import mirror_config, var_flag
-from dbt.adapters.openmirror.run.response import describe_change
+from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
 from tests.support.package_macros import CompilationError, PackageMacros
 
 LANDING_ZONE, SCHEMA, TABLE = "/lz", "shop", "orders"
@@ -780,6 +780,10 @@ def test_change_counts_agree(package, rows):
     """A dry run's `+inserts ~updates -deletes ^upserts`, from the rows per marker Spark counted."""
     counts = {int(marker): int(n) for marker, n in rows}
     assert package.openmirror_change_counts(rows) == describe_change(counts, ["f"], "t").split(" -> ")[0]
+
+
+def test_empty_output_warnings_agree(package):
+    assert package.openmirror_empty_output_warning(TABLE_FOLDER) == empty_output_warning("m", TABLE_FOLDER)
 
 
 # -- write-audit-publish's verdict (run/audit.py; openmirror_audit_verdict) ---------------------

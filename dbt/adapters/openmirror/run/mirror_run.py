@@ -66,7 +66,12 @@ from dbt.adapters.openmirror.run.overlay import (
     usable_snapshot,
 )
 from dbt.adapters.openmirror.run.relations import RunRelations
-from dbt.adapters.openmirror.run.response import OpenMirrorResponse, describe_change, publish_response
+from dbt.adapters.openmirror.run.response import (
+    OpenMirrorResponse,
+    describe_change,
+    empty_output_warning,
+    publish_response,
+)
 from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, table_properties
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 
@@ -211,11 +216,7 @@ class MirrorRun:
         change = diff.change_rows(plan, snapshot, existing, output_rows)
         deletes = change.markers.get(DELETE, 0) if change.markers is not None else None  # None: not counted yet
         if output_rows == 0 and plan.mode == INCREMENTAL and deletes != 0:
-            self._warn(
-                f"Model '{self.mirror.model}': its output is empty, so this run deletes every row of "
-                f"{self.mirror.table_folder} (was an input built with --empty, or emptied?); --warn-error "
-                "stops such a run before it publishes"
-            )
+            self._warn(empty_output_warning(self.mirror.model, self.mirror.table_folder))
         if self.dry_run:
             response = self._report_dry_run(plan, state, change)
             for relation in (relations.new_output, relations.new_hashes, relations.changes):

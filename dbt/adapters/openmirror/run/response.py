@@ -60,3 +60,11 @@ def publish_response(
         mode=mode,
         warnings=list(warnings),
     )
+
+
+def empty_output_warning(model: str, table_folder: str) -> str:
+    """A run whose empty output deletes every row the mirrored table holds."""
+    return (
+        f"Model '{model}': its output is empty, so this run deletes every row of {table_folder} (was an "
+        "input built with --empty, or emptied?); --warn-error stops such a run before it publishes"
+    )
