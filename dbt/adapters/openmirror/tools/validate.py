@@ -334,7 +334,15 @@ class LandingZoneValidator:
                 empty = pc.and_kleene(empty, pc.is_null(table.column(column)))
             row = first_true(empty)
             if row is not None:
-                yield "full", (row, WARNING, "UPDATE/UPSERT row with only its key set: updates must carry the full row")
+                yield (
+                    "full",
+                    (
+                        row,
+                        WARNING,
+                        "UPDATE/UPSERT row whose columns besides the key are all NULL: the mirror replaces the whole "
+                        "row with it, so if only the key was meant to be sent, updates must carry the full row",
+                    ),
+                )
 
 
 def _published_keys(record: str | None) -> list[str] | None:
