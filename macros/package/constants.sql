@@ -3,6 +3,7 @@
 {%- macro openmirror_constants() -%}
   {{ return({
       "choices": {"parquet_compression": ["snappy", "zstd", "gzip", "none"], "change_markers": ["insert_update_delete", "upsert"], "row_marker_position": ["last", "first"], "publish": ["on_run", "after_tests"], "on_schema_change": ["append_new_columns", "fail", "sync_all_columns"]},
+      "collation_clause": "\\s+collate\\s+\\w+",
       "empty_run": "empty run",
       "flag_words": {"true": ["true", "yes", "on", "1"], "false": ["false", "no", "off", "0"]},
       "folder_names": {"max_length": 128, "forbidden": "[/\\\\:*?\"<>|\\x00-\\x1f\\x7f]", "schema_suffix": ".schema"},

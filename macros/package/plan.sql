@@ -13,7 +13,8 @@
     {%- set is_collated = not is_complex and modules.re.search(om.openmirror_constants().non_binary_collation, data_type) is not none -%}
     {%- do specs.append({
         'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex, 'is_collated': is_collated,
-        'published_type': 'string' if is_complex else data_type, 'published_name': column.column,
+        'published_type': 'string' if is_complex else modules.re.sub(om.openmirror_constants().collation_clause, '', data_type),
+        'published_name': column.column,
     }) -%}
   {%- endfor -%}
   {{ return(specs) }}

@@ -33,35 +33,36 @@
   {{ change_markers == 'upsert' }}
 {%- endmacro -%}
 
-{#- The value a Parquet file carries: complex values travel as JSON text (maps have no equality
-    in Spark, and JSON text compares every complex type the same way), their timestamps in
-    microseconds and UTC, as flat timestamps are (to_json's default keeps milliseconds and writes
-    the session's time zone, so the text would change with the session). -#}
 {%- macro openmirror_json_options() -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   map('timestampFormat', {{ om.openmirror_string("yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX") }}, 'timestampNTZFormat', {{ om.openmirror_string("yyyy-MM-dd'T'HH:mm:ss.SSSSSS") }}, 'timeZone', 'UTC')
 {%- endmacro -%}
 
+{#- The value a Parquet file carries: complex values travel as JSON text (maps have no equality
+    in Spark, and JSON text compares every complex type the same way), their timestamps in
+    microseconds and UTC, as flat timestamps are (to_json's default keeps milliseconds and writes
+    the session's time zone, so the text would change with the session); a collated string as its
+    characters (a file has no collations, and the change rows' union needs one type). -#}
 {%- macro openmirror_published_value(expression, column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if column.is_complex -%}
     to_json({{ expression }}, {{ om.openmirror_json_options() }})
+  {%- elif column.is_collated -%}
+    collate({{ expression }}, 'UTF8_BINARY')
   {%- else -%}
     {{ expression }}
   {%- endif -%}
 {%- endmacro -%}
 
 {#- What the diff compares of a column (hashed, or `<=>` between two rows): its published value,
-    with what Spark's comparisons would otherwise take for equal although the file carries them
-    apart: xxhash64 and `<=>` take 0.0 and -0.0 for one value (the sign rides along as text, for
-    zeros only), and `<=>` follows a string's collation ('abc' equals 'ABC' under UTF8_LCASE). -#}
+    and for a float the sign of a zero, which xxhash64 and `<=>` ignore (0.0 and -0.0 are one
+    value to them) although the file carries it: as text, for zeros only. A collated string is
+    published as its characters, so `<=>` compares them byte for byte. -#}
 {%- macro openmirror_compared_value(expression, column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set published = om.openmirror_published_value(expression, column) | trim -%}
   {%- if column.data_type | trim | lower in ('float', 'double', 'real') -%}
     struct({{ published }}, case when {{ expression }} = 0 then cast({{ expression }} as string) end)
-  {%- elif column.is_collated -%}
-    collate({{ published }}, 'UTF8_BINARY')
   {%- else -%}
     {{ published }}
   {%- endif -%}

@@ -17,6 +17,7 @@ from tests.support.mirror import (
     tree_digest,
 )
 from tests.support.mirror_oracle import data_files
+from tests.support.sql_macros import sql_macros
 
 TYPED_ROWS = """
 select
@@ -110,6 +111,9 @@ select id, cast(d as double) as d, cast(s as string collate UTF8_LCASE) as s,
 from values {rows} as t(id, d, s, at)"""
 
 
+JSON_OPTIONS = sql_macros().openmirror_json_options().strip()
+
+
 class TestValuesSparkTakesForEqual:
     """Values Spark's `<=>` or hashes take for equal but the files carry apart: 0.0 and -0.0,
     strings equal under their collation, timestamps inside a struct differing by microseconds."""
@@ -142,6 +146,16 @@ class TestValuesSparkTakesForEqual:
         run_dbt(["run"])
         changed = {row["id"]: row for row in pq.read_table(data_files(folder)[-1]).to_pylist()}
         assert sorted(changed) == [1, 2] and changed[1]["s"] == "ABC" and math.copysign(1, changed[2]["d"]) == -1
+
+        # The collation is not part of the published type: dropping it changes no column.
+        rows = f"(1, -0.0D, 'ABC', {at}), (2, -0.0D, 'x', {at}), (3, 5.0D, 'Y', {at_later})"
+        set_source(warehouse, schema, _values(rows, ", cast(null as int) as added").replace(" collate UTF8_LCASE", ""))
+        [result] = run_dbt(["run"])
+        assert result.adapter_response["mode"] == "incremental"
+        assert [row["s"] for row in pq.read_table(data_files(folder)[-1]).to_pylist()] == ["Y"]
+        assert_mirror_equals(
+            warehouse, folder, f"select id, d, s, to_json(ev, {JSON_OPTIONS}) as ev, added from {schema}.src"
+        )
         assert findings_for(landing_zone, folder) == []
 
 

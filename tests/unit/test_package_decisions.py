@@ -372,6 +372,8 @@ SCHEMA_CASES = [
     ([ID, NAME], [ID, NAME], "append_new_columns", []),
     ([ID, ColumnSpec("a", "struct<x:int>")], [ID, ColumnSpec("a", "struct<x:int,y:int>")], "fail", None),
     ([ID, ColumnSpec("a", "array<int>")], [ID, ColumnSpec("a", "string")], "append_new_columns", None),
+    ([ID, ColumnSpec("name", "string collate UTF8_LCASE")], [ID, NAME], "fail", None),
+    ([ID, NAME], [ID, ColumnSpec("name", "STRING COLLATE UNICODE_CI")], "append_new_columns", None),
 ]
 
 

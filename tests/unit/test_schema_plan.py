@@ -41,6 +41,13 @@ def test_struct_evolution_is_not_a_type_change():
     assert plan_schema("m", before, after, "fail").rebuild_reason is None
 
 
+def test_a_collation_is_not_part_of_the_published_type():
+    """A Parquet file carries a string as a string, whatever its collation in Spark."""
+    collated = ColumnSpec("name", "string collate UTF8_LCASE")
+    assert collated.published_type == "string" and collated.is_collated
+    assert plan_schema("m", [ID, collated], [ID, NAME], "fail").columns == [ID, NAME]
+
+
 def test_type_change_fails_in_place_naming_column_and_types():
     with pytest.raises(SchemaChangeError) as error:
         plan_schema("m", [ID, SCORE], [ID, ColumnSpec("score", "bigint")], "append_new_columns")

@@ -37,6 +37,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     SNAPSHOT_TABLE_FOLDER,
 )
 from dbt.adapters.openmirror.planning.schema_plan import (
+    COLLATION_CLAUSE,
     INTERNAL_PREFIX,
     NON_BINARY_COLLATION,
     ROW_MARKER_NAME,
@@ -127,6 +128,7 @@ def constants() -> dict[str, Any]:
         "reasons": {"first_publish": FIRST_PUBLISH, "full_refresh": FULL_REFRESH},
         "reserved": {"row_marker": ROW_MARKER, "row_marker_lower": ROW_MARKER_NAME, "internal_prefix": INTERNAL_PREFIX},
         "unpublishable_types": {"reasons": UNPUBLISHABLE_TYPES, "type_word": TYPE_WORD.pattern},
+        "collation_clause": COLLATION_CLAUSE.pattern,
         "run_id_pattern": RUN_ID_PATTERN.pattern,
         "run_id_rule": RUN_ID_RULE,
         "empty_run": EMPTY_RUN,

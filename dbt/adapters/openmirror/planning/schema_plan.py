@@ -10,6 +10,8 @@ _COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
 #: A string collation other than byte for byte (UTF8_BINARY), in a lower-cased Spark type: values
 #: equal under it can differ in the files.
 NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
+#: A string type's collation: not part of the type a Parquet file carries.
+COLLATION_CLAUSE = re.compile(r"\s+collate\s+\w+")
 #: Names the published files or the diff's own tables use: a model column cannot have them.
 ROW_MARKER_NAME = "__rowmarker__"
 INTERNAL_PREFIX = "__openmirror_"
@@ -38,8 +40,9 @@ class ColumnSpec:
 
     @property
     def published_type(self) -> str:
-        """The type the Parquet file carries: complex values travel as JSON strings."""
-        return "string" if self.is_complex else self.data_type.strip().lower()
+        """The type the Parquet file carries: complex values travel as JSON strings, and a string
+        is a string whatever its collation."""
+        return "string" if self.is_complex else COLLATION_CLAUSE.sub("", self.data_type.strip().lower())
 
 
 @dataclass(frozen=True)
