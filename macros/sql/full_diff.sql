@@ -40,7 +40,7 @@ from {{ relation }}
       {%- if column.name | lower in added_names -%}
         {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
       {%- else -%}
-        {%- do unchanged.append(om.openmirror_compared_value('n.' ~ name, column) ~ ' <=> ' ~ om.openmirror_compared_value('o.' ~ name, column)) -%}
+        {%- do unchanged.append(om.openmirror_same_value('n', 'o', name, column) | trim) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}

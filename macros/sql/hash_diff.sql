@@ -33,7 +33,9 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set parts = [seed | string] -%}
   {%- for column in hashed -%}
-    {%- do parts.append(om.openmirror_compared_value(om.openmirror_quote(column.name), column)) -%}
+    {%- set name = om.openmirror_quote(column.name) -%}
+    {%- do parts.append(om.openmirror_published_value(name, column) | trim) -%}
+    {%- if om.openmirror_zero_sign(name, column) | trim -%}{%- do parts.append(om.openmirror_zero_sign(name, column) | trim) -%}{%- endif -%}
   {%- endfor -%}
   {%- if hashed -%}{%- do parts.append(om.openmirror_null_masks(hashed)) -%}{%- endif -%}
   xxhash64({{ parts | join(', ') }})

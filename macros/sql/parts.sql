@@ -42,7 +42,8 @@
     in Spark, and JSON text compares every complex type the same way), their timestamps in
     microseconds and UTC, as flat timestamps are (to_json's default keeps milliseconds and writes
     the session's time zone, so the text would change with the session); a collated string as its
-    characters (a file has no collations, and the change rows' union needs one type). -#}
+    characters (a file has no collations, `<=>` would follow the collation, and the change rows'
+    union needs one type). -#}
 {%- macro openmirror_published_value(expression, column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if column.is_complex -%}
@@ -54,18 +55,21 @@
   {%- endif -%}
 {%- endmacro -%}
 
-{#- What the diff compares of a column (hashed, or `<=>` between two rows): its published value,
-    and for a float the sign of a zero, which xxhash64 and `<=>` ignore (0.0 and -0.0 are one
-    value to them) although the file carries it: as text, for zeros only. A collated string is
-    published as its characters, so `<=>` compares them byte for byte. -#}
-{%- macro openmirror_compared_value(expression, column) -%}
-  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set published = om.openmirror_published_value(expression, column) | trim -%}
+{#- What the diff compares of a float besides its published value: the sign of a zero, which
+    xxhash64 and `<=>` ignore (0.0 and -0.0 are one value to them) although the file carries it;
+    as text, for zeros only. Empty for other columns. -#}
+{%- macro openmirror_zero_sign(expression, column) -%}
   {%- if column.data_type | trim | lower in ('float', 'double', 'real') -%}
-    struct({{ published }}, case when {{ expression }} = 0 then cast({{ expression }} as string) end)
-  {%- else -%}
-    {{ published }}
+    case when {{ expression }} = 0 then cast({{ expression }} as string) end
   {%- endif -%}
+{%- endmacro -%}
+
+{#- Whether a column holds the same value in the rows aliased `new` and `old` (NULLs equal), as
+    the files would tell: its published values, and a float's zero sign. -#}
+{%- macro openmirror_same_value(new, old, name, column) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {{ om.openmirror_published_value(new ~ '.' ~ name, column) | trim }} <=> {{ om.openmirror_published_value(old ~ '.' ~ name, column) | trim }}
+  {%- if om.openmirror_zero_sign(name, column) | trim %} and {{ om.openmirror_zero_sign(new ~ '.' ~ name, column) | trim }} <=> {{ om.openmirror_zero_sign(old ~ '.' ~ name, column) | trim }}{% endif -%}
 {%- endmacro -%}
 
 {%- macro openmirror_null_of(column) -%}

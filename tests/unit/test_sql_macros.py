@@ -21,19 +21,22 @@ def test_complex_values_are_json_with_timestamps_in_microseconds_in_utc():
 
 def test_the_diff_tells_apart_what_the_files_tell_apart():
     """Spark's xxhash64 and `<=>` take 0.0 and -0.0 for one value, and `<=>` follows collations."""
-    compared = {
-        data_type: str(macros.openmirror_compared_value("n.`v`", ColumnSpec("v", data_type))).strip()
+    same = {
+        data_type: str(macros.openmirror_same_value("n", "o", "`v`", ColumnSpec("v", data_type))).strip()
         for data_type in ("double", "FLOAT", "string collate UTF8_LCASE", "string collate UTF8_BINARY", "int")
     }
-    assert compared == {
-        "double": "struct(n.`v`, case when n.`v` = 0 then cast(n.`v` as string) end)",
-        "FLOAT": "struct(n.`v`, case when n.`v` = 0 then cast(n.`v` as string) end)",
-        "string collate UTF8_LCASE": "collate(n.`v`, 'UTF8_BINARY')",
-        "string collate UTF8_BINARY": "n.`v`",
-        "int": "n.`v`",
+    zero_sign = "case when {0}.`v` = 0 then cast({0}.`v` as string) end"
+    assert same == {
+        "double": f"n.`v` <=> o.`v` and {zero_sign.format('n')} <=> {zero_sign.format('o')}",
+        "FLOAT": f"n.`v` <=> o.`v` and {zero_sign.format('n')} <=> {zero_sign.format('o')}",
+        "string collate UTF8_LCASE": "collate(n.`v`, 'UTF8_BINARY') <=> collate(o.`v`, 'UTF8_BINARY')",
+        "string collate UTF8_BINARY": "n.`v` <=> o.`v`",
+        "int": "n.`v` <=> o.`v`",
     }
     sql = change_rows(SchemaPlan(columns=[ID, ColumnSpec("d", "double")]), ["id"], "insert_update_delete")
-    assert "struct(n.`d`, case when n.`d` = 0 then cast(n.`d` as string) end) <=> struct(o.`d`," in sql
+    assert f"n.`d` <=> o.`d` and {zero_sign.format('n').replace('`v`', '`d`')}" in sql
+    hashes = macros.openmirror_row_hash([ColumnSpec("d", "double")], 1).strip()
+    assert hashes == "xxhash64(1, `d`, case when `d` = 0 then cast(`d` as string) end, (if(`d` is null, 1L, 0L)))"
 
 
 def initial_load(plan, change_markers, position):
