@@ -348,7 +348,7 @@ class TestAHeldFirstPublishWhoseInvocationDied(Incremental):
             warehouse, project.test_schema, _source("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, false)")
         )
         [result] = [r for r in run_dbt(["build"]) if r.node.name == "orders"]
-        assert result.adapter_response["mode"] == "initial"
+        assert result.adapter_response["mode"] == "held: initial"
         assert "max(updated_at)" not in result.node.compiled_code
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder) == [[0, 0, 0]]
