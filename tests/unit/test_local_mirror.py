@@ -119,6 +119,26 @@ def test_a_gap_stops_the_table_until_filled(lz, mirror):
     assert status.lastAppliedFile == 3 and rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}, {"id": 3}]
 
 
+@pytest.mark.parametrize(
+    "rows, markers",
+    [([], []), ([{"id": 9, "v": None}], [2])],
+    ids=["a zero-row file", "a delete of a key the table does not hold"],
+)
+def test_a_file_that_changes_nothing_is_recorded_as_applied(lz, mirror, rows, markers):
+    """A file that changes no row still counts as applied: the next replay goes on after it (it
+    waited for it for ever, the file already moved to _ProcessedFiles/)."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    declare(lz / "t", ["id"])
+    write(lz / "t", 1, [{"id": 1, "v": "a"}], [0], schema=schema)
+    write(lz / "t", 2, rows, markers, schema=schema)
+    [status] = mirror.replay()
+    assert status.lastAppliedFile == 2
+    write(lz / "t", 3, [{"id": 3, "v": "c"}], [0], schema=schema)
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 3)
+    assert rows_of(mirror, "dbo", "t") == [{"id": 1, "v": "a"}, {"id": 3, "v": "c"}]
+
+
 def test_added_and_omitted_columns(lz, mirror):
     declare(lz / "t", ["id"])
     write(lz / "t", 1, [{"id": 1, "a": "x"}], [0])

@@ -169,6 +169,22 @@ class MirroredTable:
             .execute()
         )
 
+    def record(self, applied: AppliedFile) -> None:
+        """A commit that records `applied` and changes no row. delta-rs commits nothing for a
+        write or MERGE that changes nothing (a zero-row file, deletes of keys the table does not
+        hold), and the next replay would then wait for that file, already moved away, for ever."""
+        now = int(time.time() * 1000)
+        commit = applied.commit()
+        info = {"timestamp": now, "operation": "WRITE", "operationParameters": {}, "clientVersion": "dbt-openmirror"}
+        self._commit(
+            self.delta.version() + 1,
+            [
+                {"commitInfo": {**info, **(commit.custom_metadata or {})}},
+                {"txn": {"appId": APP_ID, "version": applied.number, "lastUpdated": now}},
+            ],
+        )
+        self.delta = DeltaTable(str(self.path))
+
     def ensure_column_mapping(self) -> None:
         """Give the table column mapping if a column name needs it. delta-rs cannot: it creates
         mapped tables with table features (timestamp_ntz) without the `columnMapping` feature and

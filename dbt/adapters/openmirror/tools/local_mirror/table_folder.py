@@ -312,6 +312,16 @@ def _first_load(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
 def _apply_changes(
     mirrored: MirroredTable, rows: pa.Table, keys: Sequence[str], columns: TableColumns, applied: AppliedFile
 ) -> None:
+    version = mirrored.delta.version()
+    _write_changes(mirrored, rows, keys, columns, applied)
+    recorded = MirroredTable(mirrored.path)
+    if recorded.delta.version() == version:  # nothing changed, so nothing was committed
+        recorded.record(applied)
+
+
+def _write_changes(
+    mirrored: MirroredTable, rows: pa.Table, keys: Sequence[str], columns: TableColumns, applied: AppliedFile
+) -> None:
     if not keys:  # insert-only: every marker is INSERT (checked)
         mirrored.append(rows.drop_columns([ROW_MARKER]), applied)
     elif all("`" not in n for n in columns.names) and merge_is_exact(rows, keys, mirrored.read(keys)):
