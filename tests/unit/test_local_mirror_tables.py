@@ -69,6 +69,21 @@ def test_a_column_respelled_in_case_is_a_rename_the_table_cannot_hold(lz, mirror
     assert rows(mirror.target, "dbo", "t") == [{"id": 1, "Name": "a"}]
 
 
+def test_timestamps_in_any_time_zone_are_one_type(lz, mirror):
+    """Parquet keeps an instant (adjusted to UTC) whatever zone the writer's Arrow type named; Delta
+    has one `timestamp` type. Another zone in a later file is no type change."""
+    declare(lz / "t", ["id"])
+    utc, paris = pa.timestamp("us", tz="UTC"), pa.timestamp("us", tz="Europe/Paris")
+    parquet(lz / "t", 1, {"id": [1], "at": pa.array([0], utc)}, [0])
+    parquet(lz / "t", 2, {"id": [2], "at": pa.array([3_600_000_000], paris)}, [0])
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 2)
+    assert [r["at"] for r in rows(mirror.target, "dbo", "t")] == [
+        datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc),
+        datetime.datetime(1970, 1, 1, 1, tzinfo=datetime.timezone.utc),
+    ]
+
+
 def test_omitting_a_non_nullable_column_fails_the_schema_merge(lz, mirror):
     declare(lz / "t", ["id"])
     required = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string(), nullable=False)])

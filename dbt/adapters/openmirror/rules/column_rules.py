@@ -71,7 +71,8 @@ def mirror_type(data_type: pa.DataType) -> pa.DataType:
     if pa.types.is_timestamp(data_type):
         if data_type.unit == "ns":
             raise UnsupportedType("timestamp in nanoseconds (the mirror keeps microseconds); write microseconds")
-        return pa.timestamp("us", tz=data_type.tz)
+        # Parquet keeps an instant adjusted to UTC whatever zone the writer named: one Delta type.
+        return pa.timestamp("us", tz="UTC" if data_type.tz else None)
     if pa.types.is_time(data_type):
         raise UnsupportedType(f"time of day ({data_type}) has no Delta type; write it as a string")
     if pa.types.is_nested(data_type):
