@@ -347,6 +347,21 @@ def test_a_schema_change_is_found_against_files_already_processed(tmp_path):
     assert [(s, w.rsplit("/", 1)[-1]) for s, w, _ in findings(tmp_path)] == [(ERROR, f"{2:020d}.parquet")]
 
 
+def test_files_the_mirror_processed_and_purged_are_not_missing(tmp_path):
+    """The service purges processed files after about a week (the last may stay in place): a
+    number below the first waiting file may be gone once anything was processed. A number
+    missing after a waiting file is still a gap."""
+    folder = table_with(tmp_path, {"keyColumns": ["id"]}, (3, {"id": [3]}), (4, {"id": [4]}), (6, {"id": [6]}))
+    assert [m for s, _, m in findings(tmp_path) if s == ERROR] == [
+        f"{1:020d}.parquet is missing: numbering starts at 1, and every later file waits for it",
+        f"{5:020d}.parquet is missing: every later file waits behind the gap",
+    ]
+    (folder / "_ProcessedFiles").mkdir()  # processed, then purged
+    assert [m for s, _, m in findings(tmp_path) if s == ERROR] == [
+        f"{5:020d}.parquet is missing: every later file waits behind the gap"
+    ]
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

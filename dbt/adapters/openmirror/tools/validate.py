@@ -181,14 +181,19 @@ class LandingZoneValidator:
             if number is not None:
                 numbers.setdefault(number, data_file)
         ordered = sorted(numbers)
-        if ordered and ordered[0] != 1:
+        # The service purges processed files: once it processed any, a number below the first
+        # file still waiting may be one of them (the publisher's rule, first_gap).
+        waiting = [n for n in ordered if numbers[n].pending]
+        processed_any = any(self.storage.exists(f"{folder}/{name}") for name in PROCESSED_FOLDERS)
+        purged_below = min(waiting, default=ordered[-1] + 1 if ordered else 1) if processed_any else 1
+        if ordered and ordered[0] != 1 and purged_below <= 1:
             self._add(
                 ERROR,
                 folder,
                 f"{1:020d}.{extension} is missing: numbering starts at 1, and every later file waits for it",
             )
         for before, after in pairwise(ordered):
-            if after != before + 1:
+            if after != before + 1 and before + 1 >= purged_below:
                 self._add(
                     ERROR, folder, f"{before + 1:020d}.{extension} is missing: every later file waits behind the gap"
                 )
