@@ -9,6 +9,7 @@ import pytest
 
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
+from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.tools.validate import ERROR, WARNING, validate
 from tests.support.landing_zones import csv_table, text_file
 
@@ -345,6 +346,16 @@ def test_a_schema_change_is_found_against_files_already_processed(tmp_path):
     (folder / f"{1:020d}.parquet").rename(folder / "_ProcessedFiles" / f"{1:020d}.parquet")
     write(folder, 2, {"id": [2], "name": ["b"]})
     assert [(s, w.rsplit("/", 1)[-1]) for s, w, _ in findings(tmp_path)] == [(ERROR, f"{2:020d}.parquet")]
+
+
+def test_a_file_numbered_0_is_never_applied(tmp_path, tmp_path_factory):
+    folder = table_with(tmp_path, {"keyColumns": ["id"]}, (0, {"id": [0]}), (1, {"id": [1]}))
+    assert [(s, w.rsplit("/", 1)[-1], m) for s, w, m in findings(tmp_path) if s == ERROR] == [
+        (ERROR, f"{0:020d}.parquet", "number 0: numbering starts at 1: the mirror will not apply it")
+    ]
+    [status] = LocalMirror(LocalStorage(tmp_path), tmp_path_factory.mktemp("mirror")).replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 1)
+    assert (folder / f"{0:020d}.parquet").exists()
 
 
 def test_files_the_mirror_processed_and_purged_are_not_missing(tmp_path):

@@ -56,10 +56,10 @@ def data_file_name(sequence_number: int) -> str:
 
 
 def parse_sequence_number(file_name: str, extension: str = "parquet") -> int | None:
-    """The number of a sequentially named data file (20 digits + `.<extension>`), or None."""
+    """The number of a sequentially named data file (20 digits + `.<extension>`, from 1), or None."""
     stem, dot, suffix = file_name.partition(".")
     if dot and suffix == extension and len(stem) == SEQUENCE_DIGITS and stem.isascii() and stem.isdigit():
-        return int(stem)
+        return int(stem) or None  # numbering starts at 1: a file 0 is never applied
     return None
 
 

@@ -173,7 +173,12 @@ class LandingZoneValidator:
             number = parse_sequence_number(file.name, extension)
             if number is None:
                 kind = "folder" if file.is_folder else "file"
-                self._add(ERROR, path, f"{kind} name is not 20 digits + .{extension}: the mirror will not apply it")
+                problem = (
+                    "number 0: numbering starts at 1"
+                    if file.name == f"{0:020d}.{extension}"
+                    else f"{kind} name is not 20 digits + .{extension}"
+                )
+                self._add(ERROR, path, f"{problem}: the mirror will not apply it")
                 continue
             numbers[number] = DataFile(path, file, pending=True)
         for name, data_file in processed.items():
