@@ -358,6 +358,17 @@ def test_a_file_numbered_0_is_never_applied(tmp_path, tmp_path_factory):
     assert (folder / f"{0:020d}.parquet").exists()
 
 
+def test_upserts_by_default_need_keys(tmp_path, tmp_path_factory):
+    table_with(tmp_path, {"isUpsertDefaultRowMarker": True}, (1, {"id": [1]}))
+    assert any(
+        s == ERROR and "with isUpsertDefaultRowMarker its rows are upserts, which need keyColumns" in m
+        for s, _, m in findings(tmp_path)
+    )
+    [status] = LocalMirror(LocalStorage(tmp_path), tmp_path_factory.mktemp("mirror")).replay()
+    assert status.errorCode == "InvalidRowMarker"
+    assert "has no __rowMarker__, so with isUpsertDefaultRowMarker its rows are upserts" in status.errorMessage
+
+
 def test_files_the_mirror_processed_and_purged_are_not_missing(tmp_path):
     """The service purges processed files after about a week (the last may stay in place): a
     number below the first waiting file may be gone once anything was processed. A number

@@ -330,6 +330,15 @@ class LandingZoneValidator:
             problem = marker_problem(markers, keyed=bool(keys))
             if problem is not None:
                 yield "marker", (problem[0], ERROR, problem[1])
+        if markers is None and metadata.upsert_default and not keys and table.num_rows and "marker" not in reported:
+            yield (
+                "marker",
+                (
+                    0,
+                    ERROR,
+                    f"no {ROW_MARKER}, so with isUpsertDefaultRowMarker its rows are upserts, which need keyColumns",
+                ),
+            )
         null = first_null(table, [k for k in keys if k not in reported])
         if null is not None:
             yield null[0], (null[1], ERROR, f"key column {null[0]} is NULL")

@@ -22,6 +22,11 @@ def with_markers(rows: pa.Table, default_marker: int, keyed: bool) -> pa.Table:
         markers = rows.column(ROW_MARKER)
         rows = rows.drop_columns([ROW_MARKER])
     else:
+        if default_marker == UPSERT and not keyed and rows.num_rows:
+            raise ValueError(
+                f"has no {ROW_MARKER}, so with isUpsertDefaultRowMarker its rows are upserts, which need "
+                "keyColumns in _metadata.json"
+            )
         markers = pa.chunked_array([pa.array([default_marker] * rows.num_rows, pa.int32())])
     problem = marker_problem(markers, keyed)
     if problem is not None:
