@@ -128,6 +128,15 @@ def test_a_delimited_text_table(lz, mirror):
     }
 
 
+def test_an_escape_character_equal_to_the_quote_doubles_quotes(lz, mirror):
+    """RFC 4180, and Azure Data Factory with EscapeCharacter set to the quote: `""` inside quotes."""
+    folder = csv_table(lz / "t", ["id"], COLUMNS[:2], QuoteCharacter='"', EscapeCharacter='"')
+    text_file(folder, f"{1:020d}.csv", 'id,name,__rowMarker__\n1,"say ""hi""",0\n')
+    [status] = mirror.replay()
+    assert status.status == "Replicating", status.errorMessage
+    assert rows(mirror.target, "dbo", "t") == [{"id": 1, "name": 'say "hi"'}]
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -56,7 +56,11 @@ def read_delimited_text(handle: BinaryIO, text: DelimitedText) -> pa.Table:
             parse_options=csv.ParseOptions(
                 delimiter=text.column_separator,
                 quote_char=text.quote_character or False,
-                escape_char=text.escape_character or False,
+                # An escape equal to the quote means doubled quotes (RFC 4180), which pyarrow reads
+                # without an escape character.
+                escape_char=text.escape_character
+                if text.escape_character not in (None, "", text.quote_character)
+                else False,
                 newlines_in_values=text.quote_character is not None,
             ),
             convert_options=csv.ConvertOptions(
