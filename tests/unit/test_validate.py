@@ -369,6 +369,20 @@ def test_upserts_by_default_need_keys(tmp_path, tmp_path_factory):
     assert "has no __rowMarker__, so with isUpsertDefaultRowMarker its rows are upserts" in status.errorMessage
 
 
+def test_a_number_written_again_after_it_was_processed_is_an_error(tmp_path):
+    folder = table_with(tmp_path, {"keyColumns": ["id"]}, (1, {"id": [1]}))
+    (folder / "_ProcessedFiles").mkdir()
+    (folder / f"{1:020d}.parquet").rename(folder / "_ProcessedFiles" / f"{1:020d}.parquet")
+    write(folder, 1, {"id": [7]})
+    assert [(w.rsplit("/", 1)[-1], m) for s, w, m in findings(tmp_path) if s == ERROR] == [
+        (
+            f"{1:020d}.parquet",
+            f"written again after the mirror processed s.schema/t/_ProcessedFiles/{1:020d}.parquet: a number is "
+            "never reused, and the mirror stops the table",
+        )
+    ]
+
+
 def test_files_the_mirror_processed_and_purged_are_not_missing(tmp_path):
     """The service purges processed files after about a week (the last may stay in place): a
     number below the first waiting file may be gone once anything was processed. A number

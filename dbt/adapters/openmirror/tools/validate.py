@@ -183,8 +183,15 @@ class LandingZoneValidator:
             numbers[number] = DataFile(path, file, pending=True)
         for name, data_file in processed.items():
             number = parse_sequence_number(name, extension)
-            if number is not None:
-                numbers.setdefault(number, data_file)
+            if number is not None and number in numbers:
+                self._add(
+                    ERROR,
+                    numbers[number].path,
+                    f"written again after the mirror processed {data_file.path}: a number is never reused, "
+                    "and the mirror stops the table",
+                )
+            elif number is not None:
+                numbers[number] = data_file
         ordered = sorted(numbers)
         # The service purges processed files: once it processed any, a number below the first
         # file still waiting may be one of them (the publisher's rule, first_gap).
