@@ -65,10 +65,17 @@
 {%- endmacro -%}
 
 {#- Whether a column holds the same value in the rows aliased `new` and `old` (NULLs equal), as
-    the files would tell: its published values, and a float's zero sign. -#}
+    the files would tell: its published values, byte for byte also when only one side is collated
+    (the snapshot's column, when the model dropped a collation), and a float's zero sign. -#}
 {%- macro openmirror_same_value(new, old, name, column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {{ om.openmirror_published_value(new ~ '.' ~ name, column) | trim }} <=> {{ om.openmirror_published_value(old ~ '.' ~ name, column) | trim }}
+  {%- set sides = [] -%}
+  {%- for alias in (new, old) -%}
+    {%- set published = om.openmirror_published_value(alias ~ '.' ~ name, column) | trim -%}
+    {%- set plain_string = not column.is_complex and not column.is_collated and column.published_type == 'string' -%}
+    {%- do sides.append("collate(" ~ published ~ ", 'UTF8_BINARY')" if plain_string else published) -%}
+  {%- endfor -%}
+  {{ sides[0] }} <=> {{ sides[1] }}
   {%- if om.openmirror_zero_sign(name, column) | trim %} and {{ om.openmirror_zero_sign(new ~ '.' ~ name, column) | trim }} <=> {{ om.openmirror_zero_sign(old ~ '.' ~ name, column) | trim }}{% endif -%}
 {%- endmacro -%}
 

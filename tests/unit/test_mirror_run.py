@@ -277,4 +277,7 @@ def test_an_empty_output_that_deletes_every_row_is_a_warning(project: Project) -
     assert any("its output is empty, so this run deletes every row" in w for w in project.warned)
     warned = len(project.warned)
     project.run([])  # an empty table staying empty deletes nothing
+    project.warehouse.drop(FakeRelation("analytics", "customers__om_hashes"))
+    project.run([])  # also when whole rows are compared (nothing counted before writing)
+    assert "openmirror_change_rows_sql" in project.warehouse.rendered
     assert len(project.warned) == warned

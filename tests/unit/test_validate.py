@@ -396,6 +396,20 @@ def test_files_the_mirror_processed_and_purged_are_not_missing(tmp_path):
     assert [m for s, _, m in findings(tmp_path) if s == ERROR] == [
         f"{5:020d}.parquet is missing: every later file waits behind the gap"
     ]
+    # Purges go by age: with file 2 still kept, 1 may be purged, but 3 was never processed.
+    (folder / f"{3:020d}.parquet").rename(folder / "_ProcessedFiles" / f"{2:020d}.parquet")
+    assert [m for s, _, m in findings(tmp_path) if s == ERROR] == [
+        f"{3:020d}.parquet is missing: every later file waits behind the gap",
+        f"{5:020d}.parquet is missing: every later file waits behind the gap",
+    ]
+
+
+def test_a_move_to_processed_files_stopped_halfway_is_one_file(tmp_path):
+    """The local mirror moves a file by linking it into _ProcessedFiles/, then unlinking it."""
+    folder = table_with(tmp_path, {"keyColumns": ["id"]}, (1, {"id": [1]}))
+    (folder / "_ProcessedFiles").mkdir()
+    os.link(folder / f"{1:020d}.parquet", folder / "_ProcessedFiles" / f"{1:020d}.parquet")
+    assert [f for f in findings(tmp_path) if f[0] == ERROR] == []
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,7 @@ from dbt.adapters.openmirror.run.response import (
     empty_output_warning,
     publish_response,
 )
-from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, table_properties
+from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, row_count, table_properties
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 
 #: A record not read yet (None is a read that found none).
@@ -214,8 +214,7 @@ class MirrorRun:
         diff = self._diff()
         output_rows = diff.key_hashes(plan)
         change = diff.change_rows(plan, snapshot, existing, output_rows)
-        deletes = change.markers.get(DELETE, 0) if change.markers is not None else None  # None: not counted yet
-        if output_rows == 0 and plan.mode == INCREMENTAL and deletes != 0:
+        if output_rows == 0 and plan.mode == INCREMENTAL and self._deletes_rows(change, existing):
             self._warn(empty_output_warning(self.mirror.model, self.mirror.table_folder))
         if self.dry_run:
             response = self._report_dry_run(plan, state, change)
@@ -224,6 +223,13 @@ class MirrorRun:
             return response
         candidate_runs = candidate_runs_after(snapshot, self.candidates)
         return self._stage_and_publish(plan, state, change, relations.new_output, candidate_runs, self._make_snapshot)
+
+    def _deletes_rows(self, change: ChangeRows, existing: Any | None) -> bool:
+        """Whether a change whose output is empty deletes rows: its counted deletes, or (not
+        counted yet) whether the snapshot holds any."""
+        if change.markers is not None:
+            return change.markers.get(DELETE, 0) > 0
+        return existing is not None and row_count(self.context.statements, existing) > 0
 
     def _confirm_inputs(self) -> None:
         """The digest taken before the build is recorded only if the inputs are the same after it:
@@ -264,10 +270,10 @@ class MirrorRun:
                 counts = change.markers if change.markers is not None else self._marker_counts(plan, staging)
                 land_staged_files(self.context.storage, staging)
             pending = self._prepare_publish(plan, staging, state, counts)
+            self._record_snapshot(plan, pending, candidate_runs, output, overlay)
         except BaseException:  # also dbt cancelling the run: nothing journals these files, nobody would find them
             self._discard_staged(staging)
             raise
-        self._record_snapshot(plan, pending, candidate_runs, output, overlay)
         if self.mirror.publish == AFTER_TESTS:
             published = self._hold(pending)
         else:

@@ -183,6 +183,12 @@ class LandingZoneValidator:
             numbers[number] = DataFile(path, file, pending=True)
         for name, data_file in processed.items():
             number = parse_sequence_number(name, extension)
+            pending = numbers.get(number) if number is not None else None
+            if pending is not None and (pending.file.size, pending.file.last_modified) == (
+                data_file.file.size,
+                data_file.file.last_modified,
+            ):
+                continue  # one file in both places: a move (link, then unlink) stopped halfway
             if number is not None and number in numbers:
                 self._add(
                     ERROR,
@@ -195,9 +201,12 @@ class LandingZoneValidator:
         ordered = sorted(numbers)
         # The service purges processed files: once it processed any, a number below the first
         # file still waiting may be one of them (the publisher's rule, first_gap).
+        # Purges go by age, so they take the lowest numbers: below the lowest processed file still
+        # kept, or below the first waiting file when none is kept.
         waiting = [n for n in ordered if numbers[n].pending]
+        kept = [n for n in ordered if not numbers[n].pending]
         processed_any = any(self.storage.exists(f"{folder}/{name}") for name in PROCESSED_FOLDERS)
-        purged_below = min(waiting, default=ordered[-1] + 1 if ordered else 1) if processed_any else 1
+        purged_below = min(kept + waiting, default=1) if processed_any else 1
         if ordered and ordered[0] != 1 and purged_below <= 1:
             self._add(
                 ERROR,
