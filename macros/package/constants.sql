@@ -6,6 +6,7 @@
       "collation_clause": "\\s+collate\\s+\\w+",
       "empty_run": "empty run",
       "flag_words": {"true": ["true", "yes", "on", "1"], "false": ["false", "no", "off", "0"]},
+      "floating_point_types": ["float", "double", "real"],
       "folder_names": {"max_length": 128, "forbidden": "[/\\\\:*?\"<>|\\x00-\\x1f\\x7f]", "schema_suffix": ".schema"},
       "hidden_values": "(values hidden: show_key_values=false)",
       "loads": {"full": "full", "incremental": "incremental"},

@@ -3,7 +3,7 @@
     tables test both, tests/unit/test_package_decisions.py). -#}
 
 {#- Columns as the shared SQL macros take them (name, data_type, published_type, is_complex,
-    is_collated, published_name). -#}
+    is_floating, is_collated, published_name). -#}
 {%- macro openmirror_column_specs(columns) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set specs = [] -%}
@@ -12,7 +12,8 @@
     {%- set is_complex = data_type.startswith(('struct<', 'array<', 'map<')) -%}
     {%- set is_collated = not is_complex and modules.re.search(om.openmirror_constants().non_binary_collation, data_type) is not none -%}
     {%- do specs.append({
-        'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex, 'is_collated': is_collated,
+        'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex,
+        'is_floating': data_type in om.openmirror_constants().floating_point_types, 'is_collated': is_collated,
         'published_type': 'string' if is_complex else modules.re.sub(om.openmirror_constants().collation_clause, '', data_type),
         'published_name': column.column,
     }) -%}
@@ -22,7 +23,8 @@
 
 {#- The spec published under the mirror's spelling of its name (`spelling`: lower name -> name). -#}
 {%- macro openmirror_as_published(spec, spelling) -%}
-  {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex, 'is_collated': spec.is_collated,
+  {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex,
+      'is_floating': spec.is_floating, 'is_collated': spec.is_collated,
       'published_type': spec.published_type, 'published_name': spelling.get(spec.name | lower, spec.name)}) }}
 {%- endmacro -%}
 
@@ -82,7 +84,7 @@
             ~ "keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') would be one row here and "
             ~ "two in the mirror, and updates and deletes would miss. Key on collate(" ~ key ~ ", 'UTF8_BINARY'), or "
             ~ "normalise the key (e.g. upper(...)) if such keys mean the same thing.") -%}
-      {%- elif data_type in ('float', 'double', 'real') -%}
+      {%- elif spec.is_floating -%}
         {%- do warnings.append("Model '" ~ model.name ~ "': unique_key column '" ~ key ~ "' is " ~ spec.data_type
             ~ ". Floating-point keys are fragile: NaN and -0.0 / 0.0 may match or not depending on who compares "
             ~ "them (the mirror's MERGE, the SQL endpoint, Spark), so an update or delete can miss its row. "

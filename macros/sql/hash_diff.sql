@@ -35,7 +35,8 @@
   {%- for column in hashed -%}
     {%- set name = om.openmirror_quote(column.name) -%}
     {%- do parts.append(om.openmirror_published_value(name, column) | trim) -%}
-    {%- if om.openmirror_zero_sign(name, column) | trim -%}{%- do parts.append(om.openmirror_zero_sign(name, column) | trim) -%}{%- endif -%}
+    {%- set zero_sign = om.openmirror_zero_sign(name, column) | trim -%}
+    {%- if zero_sign -%}{%- do parts.append(zero_sign) -%}{%- endif -%}
   {%- endfor -%}
   {%- if hashed -%}{%- do parts.append(om.openmirror_null_masks(hashed)) -%}{%- endif -%}
   xxhash64({{ parts | join(', ') }})

@@ -59,7 +59,7 @@
     xxhash64 and `<=>` ignore (0.0 and -0.0 are one value to them) although the file carries it;
     as text, for zeros only. Empty for other columns. -#}
 {%- macro openmirror_zero_sign(expression, column) -%}
-  {%- if column.data_type | trim | lower in ('float', 'double', 'real') -%}
+  {%- if column.is_floating -%}
     case when {{ expression }} = 0 then cast({{ expression }} as string) end
   {%- endif -%}
 {%- endmacro -%}
@@ -69,14 +69,13 @@
     (the snapshot's column, when the model dropped a collation), and a float's zero sign. -#}
 {%- macro openmirror_same_value(new, old, name, column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set sides = [] -%}
-  {%- for alias in (new, old) -%}
-    {%- set published = om.openmirror_published_value(alias ~ '.' ~ name, column) | trim -%}
-    {%- set plain_string = not column.is_complex and not column.is_collated and column.published_type == 'string' -%}
-    {%- do sides.append("collate(" ~ published ~ ", 'UTF8_BINARY')" if plain_string else published) -%}
+  {%- set as_text = not column.is_complex and column.published_type == 'string' -%}
+  {%- set sides, signs = [], [] -%}
+  {%- for value in (new ~ '.' ~ name, old ~ '.' ~ name) -%}
+    {%- do sides.append("collate(" ~ value ~ ", 'UTF8_BINARY')" if as_text else om.openmirror_published_value(value, column) | trim) -%}
+    {%- do signs.append(om.openmirror_zero_sign(value, column) | trim) -%}
   {%- endfor -%}
-  {{ sides[0] }} <=> {{ sides[1] }}
-  {%- if om.openmirror_zero_sign(name, column) | trim %} and {{ om.openmirror_zero_sign(new ~ '.' ~ name, column) | trim }} <=> {{ om.openmirror_zero_sign(old ~ '.' ~ name, column) | trim }}{% endif -%}
+  {{ sides[0] }} <=> {{ sides[1] }}{% if signs[0] %} and {{ signs[0] }} <=> {{ signs[1] }}{% endif -%}
 {%- endmacro -%}
 
 {%- macro openmirror_null_of(column) -%}

@@ -82,6 +82,7 @@ def _spec(column):
         "name": column.name,
         "data_type": column.data_type,
         "is_complex": column.is_complex,
+        "is_floating": column.is_floating,
         "is_collated": column.is_collated,
         "published_type": column.published_type,
         "published_name": column.published_name,

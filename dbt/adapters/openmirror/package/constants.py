@@ -38,6 +38,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
 )
 from dbt.adapters.openmirror.planning.schema_plan import (
     COLLATION_CLAUSE,
+    FLOATING_POINT_TYPES,
     INTERNAL_PREFIX,
     NON_BINARY_COLLATION,
     ROW_MARKER_NAME,
@@ -129,6 +130,7 @@ def constants() -> dict[str, Any]:
         "reserved": {"row_marker": ROW_MARKER, "row_marker_lower": ROW_MARKER_NAME, "internal_prefix": INTERNAL_PREFIX},
         "unpublishable_types": {"reasons": UNPUBLISHABLE_TYPES, "type_word": TYPE_WORD.pattern},
         "collation_clause": COLLATION_CLAUSE.pattern,
+        "floating_point_types": list(FLOATING_POINT_TYPES),
         "run_id_pattern": RUN_ID_PATTERN.pattern,
         "run_id_rule": RUN_ID_RULE,
         "empty_run": EMPTY_RUN,

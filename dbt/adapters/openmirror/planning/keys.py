@@ -5,7 +5,6 @@ from collections.abc import Iterable, Sequence
 from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.planning.schema_plan import NON_BINARY_COLLATION, ColumnSpec
 
-_FLOATING_POINT = ("float", "double", "real")
 STRING_TYPES = ("string", "varchar", "char")
 HIDDEN = "(values hidden: show_key_values=false)"
 
@@ -45,7 +44,7 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
         "mirror's MERGE, the SQL endpoint, Spark), so an update or delete can miss its row. Prefer "
         "an integer, decimal or string key."
         for column in key_columns
-        if column.data_type.strip().lower() in _FLOATING_POINT
+        if column.is_floating
     ]
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from dbt.adapters.openmirror.errors import SchemaChangeError
 
 _COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
+FLOATING_POINT_TYPES = ("float", "double", "real")
 #: A string collation other than byte for byte (UTF8_BINARY), in a lower-cased Spark type: values
 #: equal under it can differ in the files.
 NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
@@ -31,6 +32,11 @@ class ColumnSpec:
     @property
     def is_complex(self) -> bool:
         return self.data_type.strip().lower().startswith(_COMPLEX_TYPE_PREFIXES)
+
+    @property
+    def is_floating(self) -> bool:
+        """A float or double: NaN and the sign of a zero compare differently in different engines."""
+        return self.data_type.strip().lower() in FLOATING_POINT_TYPES
 
     @property
     def is_collated(self) -> bool:

@@ -28,3 +28,14 @@ def marker_problem(markers: pa.ChunkedArray, keyed: bool) -> tuple[int, str] | N
                 "applies; declare keyColumns in _metadata.json for updates and deletes"
             )
     return None
+
+
+def default_marker_problem(upsert_default: bool, keyed: bool) -> str | None:
+    """Why the rows of a file without the marker column cannot be applied: under
+    isUpsertDefaultRowMarker they are upserts, which need keyColumns."""
+    if upsert_default and not keyed:
+        return (
+            f"has no {ROW_MARKER}, so with isUpsertDefaultRowMarker its rows are upserts, which need "
+            "keyColumns in _metadata.json"
+        )
+    return None

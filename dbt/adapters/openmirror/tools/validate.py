@@ -35,7 +35,14 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     parse_sequence_number,
     table_folders,
 )
-from dbt.adapters.openmirror.rules.markers import DELETE, ROW_MARKER, UPDATE, UPSERT, marker_problem
+from dbt.adapters.openmirror.rules.markers import (
+    DELETE,
+    ROW_MARKER,
+    UPDATE,
+    UPSERT,
+    default_marker_problem,
+    marker_problem,
+)
 from dbt.adapters.openmirror.rules.metadata_files import (
     LAST_UPDATE_TIME,
     TableMetadata,
@@ -183,26 +190,22 @@ class LandingZoneValidator:
             numbers[number] = DataFile(path, file, pending=True)
         for name, data_file in processed.items():
             number = parse_sequence_number(name, extension)
-            pending = numbers.get(number) if number is not None else None
-            if pending is not None and (pending.file.size, pending.file.last_modified) == (
-                data_file.file.size,
-                data_file.file.last_modified,
-            ):
-                continue  # one file in both places: a move (link, then unlink) stopped halfway
-            if number is not None and number in numbers:
+            if number is None:
+                continue
+            pending = numbers.get(number)
+            if pending is None:
+                numbers[number] = data_file
+            elif (pending.file.size, pending.file.last_modified) != (data_file.file.size, data_file.file.last_modified):
                 self._add(
                     ERROR,
-                    numbers[number].path,
+                    pending.path,
                     f"written again after the mirror processed {data_file.path}: a number is never reused, "
                     "and the mirror stops the table",
                 )
-            elif number is not None:
-                numbers[number] = data_file
+            # else one file in both places: a move (link, then unlink) stopped halfway
         ordered = sorted(numbers)
-        # The service purges processed files: once it processed any, a number below the first
-        # file still waiting may be one of them (the publisher's rule, first_gap).
-        # Purges go by age, so they take the lowest numbers: below the lowest processed file still
-        # kept, or below the first waiting file when none is kept.
+        # The service purges processed files by age, so once it processed any, the numbers below
+        # the lowest processed file still kept (or below the first waiting file) may be purged.
         waiting = [n for n in ordered if numbers[n].pending]
         kept = [n for n in ordered if not numbers[n].pending]
         processed_any = any(self.storage.exists(f"{folder}/{name}") for name in PROCESSED_FOLDERS)
@@ -346,15 +349,9 @@ class LandingZoneValidator:
             problem = marker_problem(markers, keyed=bool(keys))
             if problem is not None:
                 yield "marker", (problem[0], ERROR, problem[1])
-        if markers is None and metadata.upsert_default and not keys and table.num_rows and "marker" not in reported:
-            yield (
-                "marker",
-                (
-                    0,
-                    ERROR,
-                    f"no {ROW_MARKER}, so with isUpsertDefaultRowMarker its rows are upserts, which need keyColumns",
-                ),
-            )
+        default_problem = default_marker_problem(metadata.upsert_default, keyed=bool(keys))
+        if markers is None and default_problem and table.num_rows and "marker" not in reported:
+            yield "marker", (0, ERROR, default_problem)
         null = first_null(table, [k for k in keys if k not in reported])
         if null is not None:
             yield null[0], (null[1], ERROR, f"key column {null[0]} is NULL")

@@ -12,7 +12,15 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, ROW_MARKER, UPDATE, UPSERT, marker_problem
+from dbt.adapters.openmirror.rules.markers import (
+    DELETE,
+    INSERT,
+    ROW_MARKER,
+    UPDATE,
+    UPSERT,
+    default_marker_problem,
+    marker_problem,
+)
 
 
 def with_markers(rows: pa.Table, default_marker: int, keyed: bool) -> pa.Table:
@@ -22,11 +30,9 @@ def with_markers(rows: pa.Table, default_marker: int, keyed: bool) -> pa.Table:
         markers = rows.column(ROW_MARKER)
         rows = rows.drop_columns([ROW_MARKER])
     else:
-        if default_marker == UPSERT and not keyed and rows.num_rows:
-            raise ValueError(
-                f"has no {ROW_MARKER}, so with isUpsertDefaultRowMarker its rows are upserts, which need "
-                "keyColumns in _metadata.json"
-            )
+        default_problem = default_marker_problem(default_marker == UPSERT, keyed)
+        if default_problem and rows.num_rows:
+            raise ValueError(default_problem)
         markers = pa.chunked_array([pa.array([default_marker] * rows.num_rows, pa.int32())])
     problem = marker_problem(markers, keyed)
     if problem is not None:

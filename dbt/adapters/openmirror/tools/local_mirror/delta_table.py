@@ -171,8 +171,8 @@ class MirroredTable:
 
     def record(self, applied: AppliedFile) -> None:
         """A commit that records `applied` and changes no row. delta-rs commits nothing for a
-        write or MERGE that changes nothing (a zero-row file, deletes of keys the table does not
-        hold), and the next replay would then wait for that file, already moved away, for ever."""
+        MERGE that changes nothing (a zero-row file, deletes of keys the table does not hold),
+        and the next replay would then wait for that file, already moved away, for ever."""
         now = int(time.time() * 1000)
         commit = applied.commit()
         info = {"timestamp": now, "operation": "WRITE", "operationParameters": {}, "clientVersion": "dbt-openmirror"}
@@ -183,7 +183,7 @@ class MirroredTable:
                 {"txn": {"appId": APP_ID, "version": applied.number, "lastUpdated": now}},
             ],
         )
-        self.delta = DeltaTable(str(self.path))
+        self.delta.update_incremental()
 
     def ensure_column_mapping(self) -> None:
         """Give the table column mapping if a column name needs it. delta-rs cannot: it creates

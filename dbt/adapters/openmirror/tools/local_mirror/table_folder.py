@@ -313,10 +313,9 @@ def _apply_changes(
     mirrored: MirroredTable, rows: pa.Table, keys: Sequence[str], columns: TableColumns, applied: AppliedFile
 ) -> None:
     version = mirrored.delta.version()
-    _write_changes(mirrored, rows, keys, columns, applied)
-    recorded = MirroredTable(mirrored.path)
-    if recorded.delta.version() == version:  # nothing changed, so nothing was committed
-        recorded.record(applied)
+    _write_changes(mirrored, rows, keys, columns, applied)  # the table object follows its own commits
+    if mirrored.delta.version() == version:  # a MERGE that changed no row committed nothing
+        mirrored.record(applied)
 
 
 def _write_changes(
