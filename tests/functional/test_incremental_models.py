@@ -267,6 +267,34 @@ class TestTypeChangesAmongCandidatesOnEveryPath(Incremental):
         folder = self.check(project, warehouse, landing_zone, tmp_path)
         assert str(pq.read_schema(data_files(folder)[-1]).field("code").type) == "int32"
 
+    def test_a_change_the_files_do_not_carry_is_taken_by_any_reconcile(
+        self, project, warehouse, landing_zone, tmp_path
+    ):
+        """A struct's fields travel as JSON text: the change is refused among candidates, and a
+        reconcile run under on_schema_change='fail' publishes the changed rows without a rebuild."""
+        schema = project.test_schema
+        structured = (
+            "select id, name, updated_at, cast(deleted as boolean) as deleted, named_struct('{field}', id) as code"
+            " from values {rows} as t(id, name, updated_at, deleted)"
+        )
+        set_source(warehouse, schema, structured.format(field="a", rows="(1, 'a', 1, false), (2, 'b', 1, false)"))
+        run_dbt(["run", "--full-refresh"])
+        before = tree_digest(landing_zone)
+        set_source(warehouse, schema, structured.format(field="b", rows="(1, 'a', 1, false), (2, 'B', 2, false)"))
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert "column 'code' struct<a:int> -> struct<b:int> among the rows it selected" in result.message
+        assert "under any on_schema_change, rebuilding nothing" in result.message
+        assert tree_digest(landing_zone) == before
+        [result] = run_dbt(["run", *RECONCILE])
+        assert result.adapter_response["mode"] != "rebuild"
+        folder = table_folder(landing_zone, schema, "orders")
+        published = f"select id, name, updated_at, to_json(code) as code from {schema}.src where not deleted"
+        assert_mirror_equals(warehouse, folder, published)
+        assert findings_for(landing_zone, folder) == []
+        assert model_output(warehouse, f"select * from {schema}.orders") == model_output(
+            warehouse, self.complete_output(project)
+        )
+
 
 class TestSourceWrittenDuringARunInFull(Incremental):
     """A run in full of a `delete_flag` model reads its output, a view, twice: once to check its

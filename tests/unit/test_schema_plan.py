@@ -149,3 +149,24 @@ def test_candidates_keep_every_type_of_the_snapshot_they_merge_into():
         candidates = [changed if c.name == changed.name else c for c in previous]
         with pytest.raises(SchemaChangeError, match=f"Model 'm': {re.escape(described)} among the rows it selected"):
             check_candidate_types("m", previous, candidates)
+
+
+@pytest.mark.parametrize(
+    "changed, rebuilds",
+    [
+        # The published type changes: only a rebuild of the mirrored table takes it.
+        (ColumnSpec("code", "int"), True),
+        # The file carries the same type (JSON text; a string without its collation): a run in full
+        # publishes the values that changed, under any on_schema_change, and rebuilds nothing.
+        (ColumnSpec("attrs", "struct<b:int>"), False),
+        (ColumnSpec("code", "string collate unicode_ci"), False),
+    ],
+)
+def test_a_type_change_among_candidates_is_refused_with_the_run_in_full_that_takes_it(changed, rebuilds):
+    previous = [ColumnSpec("id", "int"), ColumnSpec("attrs", "struct<a:int>"), ColumnSpec("code", "string")]
+    candidates = [changed if c.name == changed.name else c for c in previous]
+    with pytest.raises(SchemaChangeError, match="a reconcile run") as refused:
+        check_candidate_types("m", previous, candidates)
+    message = str(refused.value)
+    assert ("on_schema_change='sync_all_columns' rebuilds the mirrored table" in message) == rebuilds
+    assert ("under any on_schema_change, rebuilding nothing" in message) == (not rebuilds)

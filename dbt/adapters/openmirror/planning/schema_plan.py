@@ -140,14 +140,25 @@ def check_candidate_types(model: str, previous: Sequence[ColumnSpec], candidates
     changed among the candidates (a scalar type, a struct's fields) would take the snapshot's type
     or field names, whatever `on_schema_change` says."""
     retyped = retyped_columns(previous, candidates, published=False)
-    if retyped:
-        raise SchemaChangeError(
-            f"Model '{model}': {_describe(retyped)} among the rows it selected (is_incremental() was true). "
-            "The snapshot's other rows keep the old type, so a run that selects candidates cannot "
-            "publish the new one. Run the model in full: a reconcile run (--vars "
-            "'{openmirror_reconcile: true}') with on_schema_change='sync_all_columns' rebuilds the "
-            "mirrored table in the new type, as does --full-refresh. Nothing was published."
+    if not retyped:
+        return
+    if retyped_columns(previous, candidates):
+        run_in_full = (
+            "with on_schema_change='sync_all_columns' rebuilds the mirrored table in the new type, "
+            "as does --full-refresh"
         )
+    else:
+        # The files carry the same type (JSON text, a string without its collation).
+        run_in_full = (
+            "publishes the rows whose values changed, under any on_schema_change, rebuilding nothing: "
+            "the published files' column type stays the same"
+        )
+    raise SchemaChangeError(
+        f"Model '{model}': {_describe(retyped)} among the rows it selected (is_incremental() was true). "
+        "The snapshot's other rows keep the old type, so a run that selects candidates cannot "
+        "take the new one. Run the model in full: a reconcile run (--vars "
+        f"'{{openmirror_reconcile: true}}') {run_in_full}. Nothing was published."
+    )
 
 
 def plan_schema(
