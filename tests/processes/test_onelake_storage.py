@@ -5,6 +5,7 @@ deletes that wait for the service."""
 
 import re
 import time
+from pathlib import PurePosixPath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -230,6 +231,72 @@ def test_transient_faults_without_retry_after_back_off_then_give_up(dfs, root, s
     with pytest.raises(LandingZoneServiceError, match="listing t in .* failed: HTTP 503 ServerBusy"):
         storage.list_names("t")
     assert len(dfs.recorded("list_paths")) == FAST_RETRY.attempts
+
+
+def _write(storage, tmp_path, how):
+    """A small file (journal, lease, metadata: a temporary name, then a rename) or a staged upload."""
+    if how == "small":
+        storage.write_text("t/x.json", "{}", create_only=True)
+        return "t/x.json", b"{}"
+    local = tmp_path / "part.parquet"
+    local.write_bytes(bytes(range(256)) * 40)
+    storage.upload_file(local, "_scratchPad/r/part.parquet")
+    return "_scratchPad/r/part.parquet", local.read_bytes()
+
+
+@pytest.mark.parametrize("how", ["small", "upload"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"status": 429},
+        {"status": 502},
+        {"status": 408},
+        {"drop": True},
+        # The service carried the request out, but its answer was lost: the retried flush finds
+        # the file's ETag changed by its own first attempt.
+        {"status": 503, "after_operation": True},
+        {"drop": True, "after_operation": True},
+    ],
+    ids=["429", "502", "408", "dropped", "503-after-done", "dropped-after-done"],
+)
+@pytest.mark.parametrize("operation", ["append", "flush"])
+def test_a_transient_fault_on_an_append_or_flush_is_retried(dfs, root, storage, tmp_path, how, fault, operation):
+    """Every write uploads by DFS append and flush (PATCH), which azure-core retries only on
+    500/503/504; an upload to a name only this run uses can be sent again whole."""
+    dfs.inject(operation=operation, times=1, **fault)
+    path, data = _write(storage, tmp_path, how)
+    assert on_disk(dfs, root, path).read_bytes() == data
+    assert [p.name for p in on_disk(dfs, root, path).parent.iterdir()] == [PurePosixPath(path).name]
+
+
+def test_a_small_write_that_keeps_failing_leaves_no_temporary_file(dfs, root, storage, tmp_path):
+    """(A staged upload that fails is discarded with its run's staged folder.)"""
+    dfs.inject(operation="flush", status=502, times=100)
+    with pytest.raises(LandingZoneServiceError, match="failed: HTTP 502"):
+        _write(storage, tmp_path, "small")
+    assert list(on_disk(dfs, root, "t").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    ["86400", "Fri, 31 Dec 2099 23:59:59 GMT", "soon", "", "1e12", "inf", "-5"],
+)
+def test_retry_after_is_capped_at_the_longest_backoff_and_a_malformed_one_ignored(dfs, root, retry_after):
+    storage = open_storage(dfs, root, retry=RetrySettings(attempts=3, backoff_seconds=0.05, max_backoff_seconds=0.3))
+    storage.write_text("t/x.txt", "x", create_only=True)
+    dfs.inject(status=429, times=1, operation="read", headers={"Retry-After": retry_after})
+    started = time.monotonic()
+    assert storage.read_text("t/x.txt") == "x"
+    assert time.monotonic() - started < 3
+
+
+def test_a_read_cut_short_names_what_happened(dfs, root, storage):
+    storage.write_text("t/x.txt", "x" * 1000, create_only=True)
+    dfs.inject(operation="read", times=100, truncate=True)
+    with pytest.raises(LandingZoneServiceError) as failure:
+        storage.read_text("t/x.txt")
+    assert "HTTP None" not in str(failure.value)
+    assert "reading t/x.txt" in str(failure.value)
 
 
 @pytest.mark.parametrize(

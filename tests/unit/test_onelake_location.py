@@ -47,6 +47,10 @@ WS, ITEM = "4f5c9d2e-1b7a-4c3e-9a8d-2f6b1c0e7a91", "0a7e3c1d-9f4b-4d2a-8c6e-5b1f
             "https://127.0.0.1:8443/ws/item/Files/LandingZone",
             DfsLocation("https://127.0.0.1:8443", "ws", "item/Files/LandingZone", False),
         ),
+        (
+            "https://[::1]:8443/ws/item/Files/LandingZone",
+            DfsLocation("https://[::1]:8443", "ws", "item/Files/LandingZone", False),
+        ),
     ],
 )
 def test_accepted_forms(url, expected):
@@ -85,6 +89,39 @@ def test_one_spelling_for_the_profile_and_urls_for_spark_and_monitoring():
 def test_refused_with_the_reason(url, message):
     with pytest.raises(LandingZoneConfigError, match=message):
         parse_location(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://a.dfs.core.windows.net/c/lz?sv=2024&sig=SECRET-SIG",
+        "https://a.dfs.core.windows.net/c/lz#SECRET-SIG",
+        "https://user:SECRET-SIG@a.dfs.core.windows.net/c/lz",
+        "https://SECRET-SIG@a.dfs.core.windows.net/c/lz",
+        "abfss://ws:SECRET-SIG@onelake.dfs.fabric.microsoft.com/db/Files/LandingZone",
+        "http://a.dfs.core.windows.net/c/lz?sig=SECRET-SIG",
+        "https://a.dfs.core.windows.net/c/x/../y?sig=SECRET-SIG",
+    ],
+)
+def test_a_refused_url_is_not_repeated_with_what_may_be_a_secret(url):
+    """A SAS signature or a password in the URL would otherwise reach dbt's output and logs."""
+    with pytest.raises(LandingZoneConfigError) as refused:
+        parse_location(url)
+    assert "SECRET-SIG" not in str(refused.value) and "***a." not in str(refused.value)
+    assert "a.dfs.core.windows.net" in str(refused.value) or "onelake" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "landing_zone, message",
+    [
+        ("https://127.0.0.1:99999/ws/lz", "port"),
+        ("https://127.0.0.1:port/ws/lz", "port"),
+        ("//127.0.0.1:8443/ws/item/Files/LandingZone", "names a host but no scheme"),
+    ],
+)
+def test_a_malformed_url_is_a_configuration_error(landing_zone, message):
+    with pytest.raises(LandingZoneConfigError, match=message):
+        canonical_landing_zone(landing_zone)
 
 
 ONELAKE = "onelake.dfs.fabric.microsoft.com"

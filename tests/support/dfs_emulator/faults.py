@@ -30,7 +30,8 @@ class Fault:
     (`method`, `path` pattern, `operation`, `match` predicate). It answers `status` with `code`
     (default by status) and `headers`; or, with `drop`, closes the connection unanswered; `delay`
     seconds pass first (a `status` below 400 only delays the real answer). With
-    `after_operation` the request is carried out before the fault replaces its answer."""
+    `after_operation` the request is carried out before the fault replaces its answer; with
+    `truncate` it is carried out and its answer's body stops halfway, the connection closed."""
 
     status: int = 503
     code: str | None = None
@@ -44,6 +45,7 @@ class Fault:
     drop: bool = False
     delay: float = 0.0
     after_operation: bool = False
+    truncate: bool = False
 
     def matches(self, request: RecordedRequest) -> bool:
         return (

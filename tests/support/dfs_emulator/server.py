@@ -315,6 +315,10 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
                 error = failure
         if fault is not None and fault.after_operation and self._apply(fault, record):
             return
+        if fault is not None and fault.truncate and error is None:
+            self._respond(record, status, headers | {"Content-Length": str(len(payload))}, payload[: len(payload) // 2])
+            self._hang_up()
+            return
         if error is not None:
             self._respond_error(record, error)
         else:
@@ -345,17 +349,22 @@ class _DfsRequestHandler(BaseHTTPRequestHandler):
         if fault.delay:
             time.sleep(fault.delay)
         if fault.drop:
-            self.close_connection = True
-            try:
-                self.request.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            self._hang_up()
             return True
+        if fault.truncate:  # answered once carried out
+            return False
         if fault.status < 400:  # a pure delay
             return False
         code = fault.code or DEFAULT_ERROR_CODES.get(fault.status, "InternalError")
         self._respond_error(record, DfsError(fault.status, code, fault.message, fault.headers))
         return True
+
+    def _hang_up(self) -> None:
+        self.close_connection = True
+        try:
+            self.request.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _respond_error(self, record: RecordedRequest, error: DfsError) -> None:
         headers = {

@@ -31,6 +31,11 @@ def local_root(landing_zone: str) -> Path:
                 "(a '?' or '#' in a folder name is written %3F or %23)"
             )
         path = Path("/".join(decode_segment(s, landing_zone) for s in parsed.path.split("/")))
+    elif not parsed.scheme and parsed.netloc:
+        raise LandingZoneConfigError(
+            f"landing_zone '//{parsed.netloc}/…' names a host but no scheme: write https:// (or abfss://) "
+            "before it, or a folder path with a single leading '/'"
+        )
     elif parsed.scheme and len(parsed.scheme) > 1:  # "C:\\..." parses as scheme "c"
         raise LandingZoneConfigError(
             f"landing_zone {landing_zone!r}: unknown scheme '{parsed.scheme}://' (expected a local "

@@ -14,7 +14,7 @@ it is checked.
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote, unquote, urlparse, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlparse, urlsplit, urlunsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 
@@ -101,10 +101,28 @@ def _segments(path: str, landing_zone: str) -> list[str]:
     return segments
 
 
-def parse_location(landing_zone: str) -> DfsLocation:
+def shown_url(parsed: SplitResult) -> str:
+    """The URL as messages show it: without user information other than an abfss:// filesystem,
+    a query or a fragment, where passwords and SAS signatures would be (the URL is refused then)."""
+    userinfo, at, host = parsed.netloc.rpartition("@")
+    filesystem = parsed.scheme.lower() in ("abfss", "abfs") and parsed.password is None
+    shown_userinfo = (userinfo if filesystem else "***") + at if at else ""
+    return urlunsplit(
+        (
+            parsed.scheme,
+            shown_userinfo + host,
+            parsed.path,
+            "***" if parsed.query else "",
+            "***" if parsed.fragment else "",
+        )
+    )
+
+
+def parse_location(url: str) -> DfsLocation:
     """Split a OneLake / ADLS Gen2 landing zone URL, or say what is wrong with it."""
     # urlsplit, not urlparse: urlparse would cut `;...` off the last segment as "parameters".
-    parsed = urlsplit(landing_zone)
+    parsed = urlsplit(url)
+    landing_zone = shown_url(parsed)
     scheme = parsed.scheme.lower()
     if scheme in ("http", "abfs"):
         raise LandingZoneConfigError(
@@ -118,7 +136,13 @@ def parse_location(landing_zone: str) -> DfsLocation:
     host = (parsed.hostname or "").lower()
     if not host:
         raise LandingZoneConfigError(f"landing_zone {landing_zone!r}: the URL names no host")
-    netloc = host + (f":{parsed.port}" if parsed.port else "")
+    try:
+        port = parsed.port
+    except ValueError:
+        raise LandingZoneConfigError(
+            f"landing_zone {landing_zone!r}: the port is not a number from 0 to 65535"
+        ) from None
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
     if _ONELAKE_BLOB_HOST.match(host):
         raise LandingZoneConfigError(
             f"landing_zone {landing_zone!r}: that is OneLake's Blob endpoint; use the DFS host "

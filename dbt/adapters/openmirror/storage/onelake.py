@@ -198,17 +198,7 @@ class OneLakeStorage(LandingZoneStorage):
         folder = self.where.monitoring_root
         if folder is None:
             return False
-        temporary = f"{folder}/_{name}.{uuid.uuid4().hex}.tmp"
-        data = text.encode("utf-8")
-        client = self._filesystem.get_file_client(temporary)
-        shown = f"../Monitoring/{name}"
-        self._call(f"writing {shown}", lambda: client.upload_data(data, length=len(data), overwrite=True))
-        try:
-            self._move(temporary, f"{folder}/{name}", {}, f"{shown} (temporary)", shown)
-        except BaseException:
-            with contextlib.suppress(ResourceNotFoundError):
-                self._call(f"deleting {shown} (temporary)", client.delete_file)
-            raise
+        self._write_via_temporary(f"{folder}/{name}", f"../Monitoring/{name}", text, {})
         return True
 
     def _read_whole(self, full: str, shown: str) -> str | None:
@@ -274,33 +264,59 @@ class OneLakeStorage(LandingZoneStorage):
         return etag or self._properties(path).etag
 
     def _write_small(self, path: str, text: str, conditions: dict[str, str]) -> str | None:
-        target = PurePosixPath(path)
-        # The temporary name starts with '_' so the mirror never picks it up.
-        temporary = str(target.with_name(f"_{target.name}.{uuid.uuid4().hex}.tmp"))
-        client = self._filesystem.get_file_client(self._full(temporary))
+        return self._write_via_temporary(self._full(path), path, text, conditions)
+
+    def _write_via_temporary(self, target_full: str, shown: str, text: str, conditions: dict[str, str]) -> str | None:
+        """Upload under a temporary name beside the target, then rename it into place under the
+        conditions; the temporary file is deleted if anything fails. Its name starts with '_' so
+        the mirror never picks it up."""
+        target = PurePosixPath(target_full)
+        temporary_full = str(target.with_name(f"_{target.name}.{uuid.uuid4().hex}.tmp"))
+        shown_temporary = f"{shown} (temporary)"
+        client = self._filesystem.get_file_client(temporary_full)
         data = text.encode("utf-8")
-        self._call(f"writing {temporary}", lambda: client.upload_data(data, length=len(data), overwrite=True))
         try:
-            return self._rename(temporary, path, conditions)
+            self._upload(f"writing {shown_temporary}", client, lambda: contextlib.nullcontext(data), len(data))
+            return self._move(temporary_full, target_full, conditions, shown_temporary, shown)
         except BaseException:
-            self.delete_file(temporary)
+            # The failure that matters is the one being raised, not the clean-up's.
+            with contextlib.suppress(ResourceNotFoundError, LandingZoneServiceError, LandingZoneAccessError):
+                self._call(f"deleting {shown_temporary}", client.delete_file)
             raise
 
     def upload_file(self, local_path: Path, path: str) -> None:
         client = self._filesystem.get_file_client(self._full(path))
         length = local_path.stat().st_size
+        # Streamed chunk by chunk, never read whole.
+        self._upload(
+            f"uploading {path}",
+            client,
+            lambda: open(local_path, "rb"),
+            length,
+            chunk_size=self.upload_chunk_bytes,
+            max_concurrency=self.upload_concurrency,
+        )
 
-        def upload() -> None:
-            with open(local_path, "rb") as stream:  # streamed chunk by chunk, never read whole
-                client.upload_data(
-                    stream,
-                    length=length,
-                    overwrite=True,
-                    chunk_size=self.upload_chunk_bytes,
-                    max_concurrency=self.upload_concurrency,
-                )
-
-        self._call(f"uploading {path}", upload)
+    def _upload(
+        self,
+        what: str,
+        client: Any,
+        open_data: Callable[[], contextlib.AbstractContextManager[Any]],
+        length: int,
+        **options: Any,
+    ) -> None:
+        """Upload to a name only this run writes (a staged or temporary one). The SDK flushes with
+        `If-Match` of the file it created, so a flush whose answer was lost, sent again, is refused
+        (412) because of its own first attempt: the file is then uploaded again whole, which
+        replaces nothing of anyone else's."""
+        for attempt in range(1, self._retry.attempts + 1):
+            try:
+                with open_data() as data:
+                    self._call(what, lambda: client.upload_data(data, length=length, overwrite=True, **options))
+                return
+            except LandingZoneServiceError as exc:
+                if exc.status_code != 412 or attempt == self._retry.attempts:
+                    raise
 
     def rename_create_only(self, source: str, target: str) -> None:
         self._rename(source, target, _CREATE_ONLY)
@@ -439,6 +455,8 @@ def _error_code(response: Any) -> str | None:
 
 
 def _describe(exc: HttpResponseError) -> str:
+    if exc.status_code is None:  # no answer, or one cut short
+        return f"no complete answer ({(str(exc).splitlines() or [type(exc).__name__])[0]})"
     code = getattr(exc, "error_code", None) or (exc.response and _error_code(exc.response))
     return f"HTTP {exc.status_code} {getattr(code, 'value', code) or exc.reason or ''}".strip()
 

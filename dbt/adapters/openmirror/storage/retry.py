@@ -3,7 +3,11 @@ request timeouts (408) and dropped connections, with exponential backoff, jitter
 `Retry-After`. 401/403 and other client errors are not retried (they fail fast, see onelake.py).
 
 The storage SDK's own retry policy does not retry 429 and ignores `Retry-After`, so the clients are
-built with this one instead (azure-core's RetryPolicy, which does both, plus jitter).
+built with this one instead (azure-core's RetryPolicy, which does both, plus jitter). Every upload
+is DFS append and flush (PATCH), which azure-core retries only on 500/503/504: here on every
+transient fault, since both name the position they write at, so one sent again writes the same
+bytes at the same place. A `Retry-After` is honoured up to the longest backoff; one that is not a
+number of seconds or an HTTP date is ignored (the backoff applies).
 """
 
 import random
@@ -32,6 +36,7 @@ class TransientFaultRetry(RetryPolicy):
             retry_backoff_factor=settings.backoff_seconds,
             retry_backoff_max=settings.max_backoff_seconds,
         )
+        self._method_whitelist = self._method_whitelist | {"PATCH"}
 
     def configure_retries(self, options: dict[str, Any]) -> dict[str, Any]:
         # The storage SDK's host policy leaves these for its own retry policy to consume; passed on
@@ -53,3 +58,12 @@ class TransientFaultRetry(RetryPolicy):
         attempt = max(1, len(settings["history"]))
         ceiling = min(settings["max_backoff"], settings["backoff"] * 2 ** (attempt - 1))
         return random.uniform(ceiling / 2, ceiling)
+
+    def get_retry_after(self, response: Any) -> float | None:
+        """The service's `Retry-After`, at most the longest backoff: a day's wait would hold the
+        table's lease (renewed meanwhile) as long."""
+        try:
+            seconds = super().get_retry_after(response)
+        except (ValueError, OverflowError):  # neither seconds nor an HTTP date
+            return None
+        return None if seconds is None else min(max(seconds, 0.0), self.backoff_max)
