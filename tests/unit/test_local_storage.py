@@ -1,12 +1,15 @@
-"""The local landing-zone backend's listing with times, existence and the status files beside an
-item's Files/LandingZone (e.g. a OneLake item mounted as a folder)."""
+"""The local landing-zone backend's listing with times, existence, the status files beside an
+item's Files/LandingZone (e.g. a OneLake item mounted as a folder), and folder deletes that are
+whole or nothing."""
 
 import os
 
 import pytest
 
 from dbt.adapters.openmirror.errors import LandingZoneAccessError
+from dbt.adapters.openmirror.rules.landing_zone import RUN_ID_PATTERN, STAGING_ROOT
 from dbt.adapters.openmirror.storage import LocalStorage
+from tests.support.killed_midway import Killed, killed_after_unlinks
 from tests.support.unwritable import unwritable
 
 
@@ -49,3 +52,43 @@ def test_a_folder_the_user_cannot_write_is_named_with_the_fix(tmp_path):
             message = str(refused.value)
             assert str(tmp_path / "t") in message and "write access" in message
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["_metadata.json"]
+
+
+def _files(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_folder_delete_killed_midway_leaves_the_folder_whole_or_gone(tmp_path, monkeypatch):
+    table = tmp_path / "s.schema" / "t"
+    table.mkdir(parents=True)
+    names = ["_dbt_openmirror.json", "_metadata.json", *(f"{n:020d}.parquet" for n in range(1, 7))]
+    for name in names:
+        (table / name).write_text(name)
+    (tmp_path / "s.schema" / "other").mkdir()
+    (tmp_path / "s.schema" / "other" / "_metadata.json").write_text("{}")
+    storage = LocalStorage(tmp_path)
+
+    killed_after_unlinks(monkeypatch, 3)
+    with pytest.raises(Killed):
+        storage.delete_folder("s.schema/t")
+    monkeypatch.undo()
+
+    # Never some of the table's files without its journal and metadata: the rest of what is left
+    # lies in _scratchPad/, which the mirror ignores...
+    other = ["s.schema/other/_metadata.json"]
+    outside_scratch_pad = [f for f in _files(tmp_path) if not f.startswith("_scratchPad/")]
+    assert outside_scratch_pad in (sorted(other + [f"s.schema/t/{name}" for name in names]), other)
+    # ...and under a name no run id can take (discarding or publishing that run would touch it).
+    assert not any(RUN_ID_PATTERN.fullmatch(name) for name in storage.list_names(STAGING_ROOT))
+    # The next delete (here of a folder that is already gone) sweeps what the killed one left.
+    storage.delete_folder("s.schema/gone")
+    assert _files(tmp_path) == other
+
+
+def test_deleting_an_empty_folder_creates_nothing_elsewhere(tmp_path):
+    """`dbt debug`'s write probe and the local mirror's emptied processed folders leave no trace."""
+    storage = LocalStorage(tmp_path)
+    storage.check_writable("_dbt-openmirror-debug-1")
+    (tmp_path / "t" / "_ProcessedFiles").mkdir(parents=True)
+    storage.delete_folder("t/_ProcessedFiles")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["t"]

@@ -10,8 +10,9 @@ import pytest
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
 from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
-from dbt.adapters.openmirror.rules.landing_zone import scratch_path
+from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT, scratch_path
 from dbt.adapters.openmirror.storage import LocalStorage
+from tests.support.killed_midway import Killed, killed_after_unlinks
 
 TABLE = "s.schema/t"
 STAGED = "_scratchPad/dbt-openmirror/run-1"
@@ -149,6 +150,34 @@ def test_rebuild_restarts_numbering(storage):
         "_dbt_openmirror.json",
         "_metadata.json",
     ]
+
+
+def test_a_rebuild_killed_while_deleting_the_table_folder_leaves_a_state_the_next_run_finishes(storage, monkeypatch):
+    stage(storage, 1)
+    publish(storage, 1)
+    stage(storage, 1)
+    publish(storage, 1, last=1)
+    stage(storage, 4)
+    pending = prepare(storage, 4, last=2, rebuild=True)
+    run = Run(storage, pending.run_id)
+    killed_after_unlinks(monkeypatch, 1)
+    with pytest.raises(Killed):
+        Publisher(storage).begin(pending, run.fence)
+    monkeypatch.undo()
+    run.end()  # as the next run takes the dead one's lease over
+
+    # The folder went in one step: no data files left that no journal accounts for.
+    state = Publisher(storage).table_state(TABLE)
+    assert not state.exists and state.unjournaled_files() is None
+    rerun = Run(storage, pending.run_id)
+    publish_under(rerun, pending, storage)
+    rerun.end()
+    assert sorted(p.name for p in (storage.root / TABLE).iterdir()) == [
+        "00000000000000000001.parquet",
+        "_dbt_openmirror.json",
+        "_metadata.json",
+    ]
+    assert [name for name in storage.list_names(STAGING_ROOT) if name != "leases"] == []
 
 
 def test_rename_never_overwrites(storage):

@@ -150,4 +150,6 @@ class LandingZoneStorage(ABC):
             if self.read_text(probe) != "dbt-openmirror write check\n":
                 raise OSError(f"{self.location}: a probe file read back differently")
         finally:
+            # The file first: a folder left empty is deleted in place, in one step.
+            self.delete_file(probe)
             self.delete_folder(probe_folder)

@@ -18,7 +18,15 @@ from dbt.adapters.openmirror.errors import (
     TargetExistsError,
     WriteConflictError,
 )
+from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable
+
+# Deleting a folder's files one by one is not atomic (on OneLake one call deletes a folder): a
+# process killed midway would leave a table folder with some data files and no journal or
+# metadata. So a folder holding anything is first renamed to `_deleted-<random>` beside the runs'
+# staged folders (whole or gone, in one step), then deleted; a kill midway leaves files there that the mirror and
+# our tools ignore, and the next delete sweeps them. The '_' keeps the name from being a run id.
+DELETED_PREFIX = "_deleted-"
 
 
 def _version(data: bytes) -> str:
@@ -238,8 +246,28 @@ class LocalStorage(LandingZoneStorage):
 
     def delete_folder(self, folder: str) -> None:
         resolved = self._resolve(deletable(folder, self.location).as_posix())
-        if resolved.exists():
-            shutil.rmtree(resolved)
+        try:
+            os.rmdir(resolved)  # an empty folder goes in one step, creating nothing elsewhere
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            staging_root = self._resolve(STAGING_ROOT)
+            staging_root.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(resolved, staging_root / f"{DELETED_PREFIX}{uuid.uuid4().hex}")
+            except FileNotFoundError:
+                pass  # deleted by someone else meanwhile
+        self._sweep_deleted()
+
+    def _sweep_deleted(self) -> None:
+        """Delete every folder renamed for deletion: the one just renamed, those deletes killed
+        midway left, and any another process is deleting right now (both finish it). Each is
+        already gone from where it was, so what cannot be deleted now waits for the next sweep."""
+        for name in self.list_names(STAGING_ROOT):
+            if name.startswith(DELETED_PREFIX):
+                shutil.rmtree(self._resolve(f"{STAGING_ROOT}/{name}"), ignore_errors=True)
 
     def create_folder(self, folder: str) -> None:
         self._resolve(folder).mkdir(parents=True, exist_ok=True)
