@@ -194,7 +194,9 @@ def test_a_lease_left_by_an_earlier_run_of_this_process_is_stale(manager):
 
     first = manager.acquire(TABLE, "run-1", "orders", 3600, 0)
     lease_module._ACTIVE_RUNS.pop(first.holder.run_id)  # that run ended without releasing
-    assert manager.acquire(TABLE, "run-2", "orders", 3600, 0).taken_from.run_id == "run-1"
+    lease = manager.acquire(TABLE, "run-2", "orders", 3600, 0)
+    assert lease.taken_from.run_id == "run-1"
+    assert lease.takeover_notice().endswith("an earlier run of this process that ended without releasing it")
 
 
 def test_a_lease_whose_taking_failed_half_way_is_stale_for_the_next_run_of_this_process(tmp_path):
@@ -226,3 +228,38 @@ def test_another_hosts_live_lease_is_respected_until_it_expires(manager, tmp_pat
         manager.acquire(TABLE, "run-2", "orders", 60, 0)
     age(tmp_path, 61)
     assert manager.acquire(TABLE, "run-2", "orders", 60, 0).generation == 2
+
+
+def _holder_here(pid):
+    """A holder on this host, boot and PID namespace, whose pid the contender can probe."""
+    here = ProcessIdentity.of_this_process()
+    if here.boot_id is None:
+        pytest.skip("no /proc here: a holder's pid is never probed")
+    return ProcessIdentity(here.host, pid, "holder's token", here.boot_id, here.pid_namespace)
+
+
+def test_taking_over_a_stalled_holder_says_its_lease_expired_not_that_it_is_gone(tmp_path):
+    """A holder stopped (SIGSTOP) or stalled: its pid is alive, its heartbeat is not."""
+    storage = LocalStorage(tmp_path)
+    LeaseManager(storage, identity=_holder_here(os.getpid())).acquire(TABLE, "run-1", "orders", 60, 0)
+    age(tmp_path, 61)
+    notice = LeaseManager(storage).acquire(TABLE, "run-2", "orders", 60, 0).takeover_notice()
+    assert notice.startswith("took over the lease on s.schema/t from run run-1 (model 'orders'")
+    assert "expired" in notice and "not renewed" in notice and f"process (pid {os.getpid()}) still exists" in notice
+    assert "no longer running" not in notice
+
+
+def test_taking_over_a_holder_whose_process_is_gone_says_so(tmp_path):
+    storage = LocalStorage(tmp_path)
+    LeaseManager(storage, identity=_holder_here(4_000_000)).acquire(TABLE, "run-1", "orders", 60, 0)
+    notice = LeaseManager(storage).acquire(TABLE, "run-2", "orders", 60, 0).takeover_notice()
+    assert "process (pid 4000000) is no longer running" in notice and "expired" not in notice
+
+
+def test_taking_over_from_another_host_says_only_what_expiry_shows(manager, tmp_path):
+    held = manager.acquire(TABLE, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
+    path = lease_file(tmp_path, held)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "host": "other-host", "token": "t", "bootId": "b"}))
+    age(tmp_path, 61)
+    notice = manager.acquire(TABLE, "run-2", "orders", 60, 0).takeover_notice()
+    assert "expired" in notice and "no longer running" not in notice and "still exists" not in notice

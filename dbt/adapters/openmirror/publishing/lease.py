@@ -132,16 +132,15 @@ class LeaseHolder:
         return cls(run_id, str(data["model"]), process, acquired_at, float(ttl), bool(data.get("released", False)))
 
     def describe(self, expires_at: float | None = None) -> str:
-        since = datetime.fromtimestamp(self.acquired_at, timezone.utc).isoformat(timespec="seconds")
-        until = (
-            f", lease until {datetime.fromtimestamp(expires_at, timezone.utc).isoformat(timespec='seconds')}"
-            if expires_at is not None
-            else ""
-        )
+        until = f", lease until {_timestamp(expires_at)}" if expires_at is not None else ""
         return (
             f"run {self.run_id} (model '{self.model}', host {self.process.host}, "
-            f"pid {self.process.pid}, since {since}{until})"
+            f"pid {self.process.pid}, since {_timestamp(self.acquired_at)}{until})"
         )
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
 
 
 def _process_alive(pid: int) -> bool:
@@ -174,8 +173,10 @@ class Lease:
     table_folder: str
     generation: int
     holder: LeaseHolder
-    #: The stale holder this lease was taken over from, if any (its staged files are left over).
+    #: The stale holder this lease was taken over from, if any (its staged files are left over),
+    #: and what showed it stale.
     taken_from: LeaseHolder | None = None
+    taken_over_because: str | None = None
     #: The holder's side: the version of its lease file (a renewal or the release replaces only
     #: that), and until when, by its monotonic clock, no contender can find the lease expired.
     version: str | None = None
@@ -184,6 +185,15 @@ class Lease:
     @property
     def path(self) -> str:
         return f"{LEASE_FOLDER}/{self.table_folder}/{generation_name(self.generation)}"
+
+    def takeover_notice(self) -> str | None:
+        """What a run that took this lease over from a stale holder tells its user (None: the
+        lease was free)."""
+        if self.taken_from is None:
+            return None
+        return (
+            f"took over the lease on {self.table_folder} from {self.taken_from.describe()}, {self.taken_over_because}"
+        )
 
 
 class LeaseManager:
@@ -227,22 +237,40 @@ class LeaseManager:
             expires_at = None
         return lease.holder.describe(expires_at)
 
-    def _is_stale(self, lease: Lease) -> bool:
-        """Whether another run may take over this lease."""
+    def _why_stale(self, lease: Lease) -> str | None:
+        """Why another run may take over this lease, as what established it (the end of a
+        sentence naming the holder); None while it may not."""
         holder = lease.holder
         if holder.released:
-            return True
+            return "which released it"
+        alive = None  # whether the holder's process runs, where this process can tell
         if holder.process.token == self.identity.token:  # this process: is that run still active?
             with _ACTIVE_LOCK:
                 if _ACTIVE_RUNS.get(holder.run_id) is None:
-                    return True
-        elif self.identity.sees_pids_of(holder.process) and not _process_alive(holder.process.pid):
-            return True
+                    return "an earlier run of this process that ended without releasing it"
+        elif self.identity.sees_pids_of(holder.process):
+            alive = _process_alive(holder.process.pid)
+            if not alive:
+                return f"whose process (pid {holder.process.pid}) is no longer running"
         try:
             written = self.storage.last_modified(lease.path)
         except FileNotFoundError:
-            return True  # gone since it was read: whoever comes next takes the next generation
-        return written + holder.ttl_seconds <= self._storage_now(lease.table_folder)
+            # Gone since it was read: whoever comes next takes the next generation.
+            return "whose lease file was removed meanwhile"
+        if written + holder.ttl_seconds > self._storage_now(lease.table_folder):
+            return None
+        # Expired: its heartbeat stopped. A process stalled or stopped by job control may still run,
+        # and is fenced off at its next write.
+        process = (
+            f"its process (pid {holder.process.pid}) still exists but stopped renewing it (stalled or stopped)"
+            if alive
+            else "it may have stalled, died, or lost the landing zone"
+        )
+        return (
+            f"whose lease expired: not renewed since {_timestamp(written)} (landing zone time), for "
+            f"longer than lease_ttl_seconds ({holder.ttl_seconds:g} s); {process}. "
+            "If it resumes, it finds its lease lost and publishes nothing more"
+        )
 
     def _storage_now(self, table_folder: str) -> float:
         """The storage's current time: the Last-Modified of a probe file written now."""
@@ -264,8 +292,9 @@ class LeaseManager:
         floor = recorded_lease_generation(self.storage, table_folder)
         while True:
             current = self.current(table_folder)
-            if current is None or self._is_stale(current):
-                lease = self._take(table_folder, run_id, model, ttl_seconds, current, floor)
+            why_stale = None if current is None else self._why_stale(current)
+            if current is None or why_stale is not None:
+                lease = self._take(table_folder, run_id, model, ttl_seconds, current, why_stale, floor)
                 if lease is not None:
                     return lease
                 continue  # another run took it first: look again
@@ -285,13 +314,14 @@ class LeaseManager:
         model: str,
         ttl_seconds: float,
         current: Lease | None,
+        why_stale: str | None,
         floor: int,
     ) -> Lease | None:
         """Create the next generation create-only; None when another run created it first."""
         generation = max(current.generation if current else 0, floor) + 1
         stale = current.holder if current is not None and not current.holder.released else None
         holder = LeaseHolder(run_id, model, self.identity, time.time(), ttl_seconds)
-        lease = Lease(table_folder, generation, holder, stale)
+        lease = Lease(table_folder, generation, holder, stale, why_stale if stale is not None else None)
         sent = self.clock()
         try:
             lease.version = self.storage.write_text_if(lease.path, holder.to_json(), None)

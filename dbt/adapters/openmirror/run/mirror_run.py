@@ -414,11 +414,9 @@ class MirrorRun:
             mirror.lease_wait_seconds,
         )
         self._lease = lease
-        if lease.taken_from is not None:
-            self._warn(
-                f"Model '{mirror.model}': took over the lease on {mirror.table_folder} from "
-                f"{lease.taken_from.describe()}, which is no longer running"
-            )
+        notice = lease.takeover_notice()
+        if notice is not None:
+            self._warn(f"Model '{mirror.model}': {notice}")
         self._heartbeat = Heartbeat(
             leases,
             lease,
