@@ -63,6 +63,11 @@ def test_highest_sequence_number_ignores_other_names():
         ("tab\there", "'\\t'"),
         ("x" * 129, "longer than 128"),
         ("sales.schema", "marks schema folders"),
+        # Whatever percent-decodes a name once (the service, delta-rs) would read another folder.
+        ("%2E%2E", "percent-decodes"),
+        ("%62ase", "'%'"),
+        ("%2F", "'%'"),
+        ("100%", "'%'"),
     ],
 )
 def test_folder_name_problem(name, problem):

@@ -174,3 +174,65 @@ def test_a_folder_deleted_during_a_poll_leaves_nothing_that_passes_for_its_past(
     parquet(lz / "t", 1, {"id": [3], "v": ["c"]})
     [status] = mirror.replay()
     assert status.status == "Replicating" and rows(mirror.target, "dbo", "t") == [{"id": 3, "v": "c"}]
+
+
+# -- folder names and delta-rs: delta-rs takes a local path for a URL ----------------------------
+
+
+def siblings_and(lz, name):
+    """`base` and `a b`, the tables a percent-decoded name could reach, and a folder `name`."""
+    for table, ids in (("base", [1, 2]), ("a b", [3]), (name, [100])):
+        declare(lz / "s.schema" / table, ["id"])
+        parquet(lz / "s.schema" / table, 1, {"id": ids})
+
+
+def delta_tables(target):
+    return sorted(str(log.parent.relative_to(target)) for log in target.rglob("_delta_log"))
+
+
+@pytest.mark.parametrize(
+    "name, refused",
+    [
+        ("%62ase", "'%'"),  # would be applied to `base`
+        ("%2E%2E", "'%'"),  # would read the target's own root
+        ("%2F", "'%'"),
+        ("%25", "'%'"),
+        ("%2525", "'%'"),
+        ("a%20b", "'%'"),
+        ("%", "'%'"),
+        ("#x", "'#'"),  # delta-rs cuts the path there: the table's history reads empty
+        ("[z]", "'['"),  # delta-rs panics
+        ("a^b", "'^'"),
+    ],
+)
+def test_a_folder_name_delta_rs_would_misread_stops_only_its_table(lz, mirror, name, refused):
+    siblings_and(lz, name)
+    for _ in range(2):  # a table in error is tried again at the next poll
+        statuses = {s.sourceTableName: s for s in mirror.replay()}
+        assert (statuses[name].status, statuses[name].errorCode) == ("Error", "InvalidFolderName")
+        assert refused in statuses[name].errorMessage and repr(name) in statuses[name].errorMessage
+        assert statuses["base"].status == statuses["a b"].status == "Replicating"
+        assert rows(mirror.target, "s", "base") == [{"id": 1}, {"id": 2}]
+        assert rows(mirror.target, "s", "a b") == [{"id": 3}]
+        assert delta_tables(mirror.target) == ["s/a b", "s/base"]
+
+
+@pytest.mark.parametrize("name", ["x y", "ünï", "{a}", "c;d", "+@&='~`", "naïve-ключ", "a,b(c)"])
+def test_any_other_folder_name_is_its_own_table_with_its_history(lz, mirror, name):
+    siblings_and(lz, name)
+    mirror.replay()
+    parquet(lz / "s.schema" / name, 2, {"id": [100]}, [2])  # a delete: applied only after file 1
+    statuses = {s.sourceTableName: s for s in mirror.replay()}
+    assert (statuses[name].status, statuses[name].lastAppliedFile) == ("Replicating", 2)
+    assert rows(mirror.target, "s", name) == [] and rows(mirror.target, "s", "base") == [{"id": 1}, {"id": 2}]
+    assert delta_tables(mirror.target) == sorted(["s/a b", "s/base", f"s/{name}"])
+
+
+def test_a_target_delta_rs_would_misread_stops_every_table_before_writing(lz, tmp_path):
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1]})
+    target = tmp_path / "mirror#1"
+    [status] = LocalMirror(LocalStorage(lz), target).replay()
+    assert (status.status, status.errorCode) == ("Error", "InvalidFolderName")
+    assert str(target) in status.errorMessage and "'#'" in status.errorMessage
+    assert delta_tables(target) == [] and (lz / "t" / f"{1:020d}.parquet").exists()

@@ -462,3 +462,11 @@ def test_delimited_text_files_are_checked_against_their_declaration(tmp_path, te
     text_file(tmp_path / "t", f"{1:020d}.csv", text)
     found = findings(tmp_path)
     assert any(s == ERROR and w.endswith(where) and message in m for s, w, m in found), found
+
+
+@pytest.mark.parametrize("folder", ["s.schema/%2E%2E", "%62ase", "%2E.schema/t"])
+def test_a_percent_in_a_folder_name_is_an_error(tmp_path, folder):
+    """Whatever percent-decodes the name once would read another folder ('%2E%2E' is '..')."""
+    write(tmp_path / folder, 1, {"id": [1]})
+    found = findings(tmp_path)
+    assert any(s == ERROR and "folder name" in m and "'%'" in m for s, w, m in found), found

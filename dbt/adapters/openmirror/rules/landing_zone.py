@@ -45,8 +45,9 @@ SEQUENCE_DIGITS = 20
 RUN_ID_PATTERN = re.compile(rf"(?!(?i:{'|'.join(_OWN_NAMES)})\Z|(?i:{re.escape(_OWN_PREFIX)}))[A-Za-z0-9-]+")
 RUN_ID_RULE = f"letters, digits and '-', and not {', '.join(_OWN_NAMES)} or {_OWN_PREFIX}*"
 MAX_NAME_LENGTH = 128
-# Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls.
-FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
+# Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls,
+# and `%`: whatever percent-decodes the name once (the service, delta-rs) would read another folder.
+FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|%\x00-\x1f\x7f]')
 
 
 def data_file_name(sequence_number: int) -> str:
@@ -100,7 +101,8 @@ def folder_name_problem(name: object) -> str | None:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
     bad = sorted(set(FORBIDDEN_NAME_CHARACTERS.findall(name)))
     if bad:
-        return f"it contains {', '.join(repr(c) for c in bad)}"
+        decoded = ": whatever percent-decodes the name would read another folder ('%2E%2E' is '..')"
+        return f"it contains {', '.join(repr(c) for c in bad)}" + (decoded if "%" in bad else "")
     if name.lower().endswith(SCHEMA_FOLDER_SUFFIX):
         return f"it ends with '{SCHEMA_FOLDER_SUFFIX}', which marks schema folders"
     return None

@@ -11,10 +11,13 @@
   If another writer took that version, the commit fails instead of overwriting it (Delta's
   optimistic concurrency).
 - Reads go through delta-rs's query engine: its pyarrow dataset reads column-mapped tables as NULLs.
+- delta-rs takes a local path for a URL, and not the same way at every step: no encoding of a path
+  holding `%XX` reaches the same folder throughout (see `delta_path_problem`).
 """
 
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -40,6 +43,21 @@ PHYSICAL_NAME = "delta.columnMapping.physicalName"
 #: Keep the whole log: it is the mirror's record of every file applied (the service's memory of
 #: processed paths for LastUpdateTimeFileDetection).
 TABLE_PROPERTIES = {"delta.enableExpiredLogCleanup": "false"}
+# What delta-rs 1.6 misreads in a local path, plain or as a `file://` URL (checked for every
+# printable ASCII character): `%XX` is decoded by some steps and not others (`%62ase` applies its
+# files to `base`, `%2E%2E` reads the parent's log), `#` and `?` cut the path (the history reads
+# empty), `[ ] ^ |` make it panic, `\` separates folders, controls are refused.
+MISREAD_IN_PATHS = re.compile(r"[%#?\[\]^|\\\x00-\x1f\x7f]")
+
+
+def delta_path_problem(path: Path) -> str | None:
+    """Why delta-rs cannot be handed `path` (resolved, as delta-rs resolves it), or None."""
+    resolved = path.resolve()
+    bad = sorted({c for part in resolved.parts[1:] for c in MISREAD_IN_PATHS.findall(part)})
+    if not bad:
+        return None
+    characters = ", ".join(repr(c) for c in bad)
+    return f"the Delta table's path {resolved} contains {characters}, which delta-rs misreads in a path"
 
 
 @dataclass(frozen=True)

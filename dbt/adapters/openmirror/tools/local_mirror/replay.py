@@ -16,7 +16,7 @@ from pathlib import Path
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folders
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
-from dbt.adapters.openmirror.tools.local_mirror.delta_table import MirroredTable
+from dbt.adapters.openmirror.tools.local_mirror.delta_table import MirroredTable, delta_path_problem
 from dbt.adapters.openmirror.tools.local_mirror.lock import exclusive
 from dbt.adapters.openmirror.tools.local_mirror.status import (
     ERROR,
@@ -32,6 +32,7 @@ from dbt.adapters.openmirror.tools.local_mirror.status import (
 from dbt.adapters.openmirror.tools.local_mirror.table_folder import Progress, TableFolderReplay, TableStopped
 
 LOCK_FILE = ".replay.lock"
+INVALID_FOLDER_NAME = "InvalidFolderName"
 
 
 class LocalMirror:
@@ -91,8 +92,11 @@ class LocalMirror:
             self.status_files.write_target(statuses)
         for schema, table in sorted(set(statuses) - present):
             # The folder was deleted: the service drops the mirrored table.
-            path = self._target_path(schema, table)
-            if path is not None:
+            try:
+                path = self._target_path(schema, table)
+            except TableStopped:  # never had a table
+                pass
+            else:
                 MirroredTable.drop(path)
                 self._applied.pop(path, None)
             del statuses[(schema, table)]
@@ -102,24 +106,27 @@ class LocalMirror:
             self.status_files.write_target(statuses)
         return [s for _, s in sorted(statuses.items())]
 
-    def _target_path(self, schema: str, table: str) -> Path | None:
-        """The table's Delta folder, `<target>/<schema>/<table>`, or None when the names cannot
-        make a path inside the target (checked before anything is written)."""
-        if folder_name_problem(schema) or folder_name_problem(table):
-            return None
+    def _target_path(self, schema: str, table: str) -> Path:
+        """The table's Delta folder, `<target>/<schema>/<table>`; TableStopped when the names cannot
+        make a path inside the target that delta-rs reads as it is (checked before anything is written)."""
+        for kind, name in (("schema", schema), ("table", table)):
+            problem = folder_name_problem(name)
+            if problem:
+                raise TableStopped(INVALID_FOLDER_NAME, f"{kind} folder name {name!r}: {problem}")
         path = self.target / schema / table
         if path.resolve().parent.parent != self.target.resolve() or path == self.status_files.path:
-            return None
+            outside = "would leave the target folder or replace the mirror's status file"
+            raise TableStopped(INVALID_FOLDER_NAME, f"{schema}/{table} {outside}")
+        problem = delta_path_problem(path)
+        if problem:
+            raise TableStopped(INVALID_FOLDER_NAME, f"schema {schema!r}, table {table!r}: {problem}")
         return path
 
     def _replicate(self, schema: str, table: str, folder: str, status: TableStatus | None) -> TableStatus:
         progress = Progress(applied=None)
         error = None
         try:
-            path = self._target_path(schema, table)
-            if path is None:
-                raise TableStopped("InvalidFolderName", _name_problem(schema, table))
-            TableFolderReplay(self.storage, folder, path).run(progress, self._names_applied)
+            TableFolderReplay(self.storage, folder, self._target_path(schema, table)).run(progress, self._names_applied)
         except TableStopped as stop:
             error = (stop.code, str(stop))
         except (KeyboardInterrupt, SystemExit):
@@ -140,14 +147,6 @@ class LocalMirror:
             names = mirrored.applied_names()
         self._applied[mirrored.path] = (table_id, version, names)
         return set(names)
-
-
-def _name_problem(schema: str, table: str) -> str:
-    for kind, name in (("schema", schema), ("table", table)):
-        problem = folder_name_problem(name)
-        if problem:
-            return f"{kind} folder name {name!r}: {problem}"
-    return f"{schema}/{table} would leave the target folder or replace the mirror's status file"
 
 
 def _updated(status: TableStatus, progress: Progress, error: tuple[str, str] | None) -> TableStatus:
