@@ -13,6 +13,8 @@
 {% materialization open_mirror, adapter='spark', supported_languages=['sql'] %}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 
+  {%- do om.openmirror_check_vars() -%}
+  {%- do om.openmirror_check_internal_names(graph.nodes) -%}
   {%- set settings = om.openmirror_package_settings() -%}
   {%- set constants = om.openmirror_constants() -%}
   {%- set keys, states, loads = constants.properties, constants.states, constants.loads -%}

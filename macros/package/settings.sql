@@ -2,7 +2,8 @@
   Package mode (a stock Spark or Databricks connection, no dbt-openmirror plugin): the model's
   settings, checked in Jinja because nothing else runs on the dbt side. The plugin checks the same
   settings in Python (config.py); `dbt-openmirror publish` checks the table folder names again
-  before it writes anything.
+  before it writes anything. Both modes' materializations call openmirror_check_vars and
+  openmirror_check_internal_names (only Jinja has the vars and the graph at hand).
 -#}
 
 {%- macro openmirror_fail(message) -%}
@@ -13,7 +14,8 @@
 {%- macro openmirror_choice(name) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set choices = om.openmirror_constants().choices[name] -%}
-  {%- set value = config.get(name) or choices[0] -%}
+  {%- set value = config.get(name) -%}
+  {%- set value = choices[0] if value is none else value -%}
   {%- if value not in choices -%}
     {%- do om.openmirror_fail(name ~ "='" ~ value ~ "' is not one of " ~ choices | join(', ')) -%}
   {%- endif -%}
@@ -29,7 +31,7 @@
         or value.lower().endswith(rules.schema_suffix) -%}
     {%- do om.openmirror_fail(setting ~ "=" ~ tojson(value) ~ " cannot name a landing-zone folder (names must "
         ~ "be text, not empty, not start with '_' or '.', not end with '.' or '" ~ rules.schema_suffix ~ "', be at most "
-        ~ rules.max_length ~ " characters and contain none of / \\ : * ? \" < > | or control characters)") -%}
+        ~ rules.max_length ~ " characters and contain none of / \\ : * ? \" < > | % or control characters)") -%}
   {%- endif -%}
   {{ return(value) }}
 {%- endmacro -%}
@@ -49,28 +51,45 @@
     {%- do om.openmirror_fail("materialized='open_mirror' needs a unique_key (a column name or a list of "
         ~ "them), because the mirror applies updates and deletes by key") -%}
   {%- endif -%}
+  {#- Column names are taken as written: ` id` and `id` are two columns. -#}
   {%- set cleaned = [] -%}
   {%- for key in keys -%}
     {%- if key is not string or not key.strip() -%}
-      {%- do om.openmirror_fail("unique_key entry " ~ key ~ " is not a column name") -%}
+      {%- do om.openmirror_fail("unique_key entry " ~ tojson(key) ~ " is not a column name") -%}
     {%- endif -%}
-    {%- if key.strip() | lower in cleaned | map('lower') | list -%}
-      {%- do om.openmirror_fail("unique_key repeats " ~ key.strip()) -%}
+    {%- if key | lower in cleaned | map('lower') | list -%}
+      {%- do om.openmirror_fail("unique_key repeats " ~ tojson(key)) -%}
     {%- endif -%}
-    {%- do cleaned.append(key.strip()) -%}
+    {%- do cleaned.append(key) -%}
   {%- endfor -%}
 
-  {%- set landing_zone = config.get('landing_zone') or var('openmirror_landing_zone', none) -%}
-  {%- if not landing_zone -%}
-    {%- do om.openmirror_fail("package mode needs the landing zone as Spark writes it: set the var "
-        ~ "'openmirror_landing_zone' (or the model config 'landing_zone'), e.g. "
+  {#- config.py's _config_names: dbt keeps any config key, so a misspelt one would be ignored. -#}
+  {%- for name in model.unrendered_config | sort(case_sensitive=true) -%}
+    {%- set meant = om.openmirror_near_miss(name, om.openmirror_constants().names.configs) -%}
+    {%- if meant is not none -%}
+      {%- do om.openmirror_fail("config '" ~ name ~ "' is not an open_mirror config, and would be ignored; "
+          ~ "did you mean '" ~ meant ~ "'?") -%}
+    {%- endif -%}
+  {%- endfor -%}
+
+  {%- set landing_zone = config.get('landing_zone') -%}
+  {%- set landing_zone = var('openmirror_landing_zone', none) if landing_zone is none else landing_zone -%}
+  {%- if landing_zone is not string or not landing_zone.strip() -%}
+    {%- do om.openmirror_fail("package mode needs the landing zone as Spark writes it (got " ~ tojson(landing_zone)
+        ~ "): set the var 'openmirror_landing_zone' (or the model config 'landing_zone'), e.g. "
         ~ "abfss://<workspace>@onelake.dfs.fabric.microsoft.com/<item>/Files/LandingZone") -%}
   {%- endif -%}
+  {%- set manifest_schema = var('openmirror_manifest_schema', this.schema) -%}
+  {%- if manifest_schema is not string or not manifest_schema.strip() -%}
+    {%- do om.openmirror_fail("--vars openmirror_manifest_schema must name a schema, got " ~ tojson(manifest_schema)) -%}
+  {%- endif -%}
 
+  {#- config.py's _given: a config is its default only when it is not set; '' and false are refused. -#}
   {%- set mirror_schema = config.get('mirror_schema') -%}
   {%- set mirror_schema = this.schema if mirror_schema is none else mirror_schema -%}
-  {%- set mirror_table = om.openmirror_folder_name('mirror_table', config.get('mirror_table') or this.identifier) -%}
-  {%- if mirror_schema -%}
+  {%- set mirror_table = config.get('mirror_table') -%}
+  {%- set mirror_table = om.openmirror_folder_name('mirror_table', this.identifier if mirror_table is none else mirror_table) -%}
+  {%- if mirror_schema != '' -%}
     {%- do om.openmirror_folder_name('mirror_schema', mirror_schema) -%}
   {%- endif -%}
 
@@ -112,7 +131,7 @@
       'show_key_values': show_key_values,
       'publish': om.openmirror_choice('publish'),
       'on_schema_change': on_schema_change,
-      'manifest_schema': var('openmirror_manifest_schema', this.schema),
+      'manifest_schema': manifest_schema,
       'key_hashes': om.openmirror_var_flag('openmirror_key_hashes', var('openmirror_key_hashes', true)),
   }) }}
 {%- endmacro -%}
@@ -128,4 +147,81 @@
     {{ return(word in words.true) }}
   {%- endif -%}
   {{ exceptions.raise_compiler_error("--vars " ~ name ~ " must be true or false, got " ~ tojson(value)) }}
+{%- endmacro -%}
+
+{#- config.py's spelling, edit_distance, closest_name and near_miss: a name meant as a known one. -#}
+{%- macro openmirror_spelling(name) -%}
+  {{ return(modules.re.sub('[\\s_-]', '', name | string | lower)) }}
+{%- endmacro -%}
+
+{%- macro openmirror_edit_distance(first, second) -%}
+  {%- set state = namespace(previous=range(second | length + 1) | list) -%}
+  {%- for letter in first -%}
+    {%- set current = [loop.index] -%}
+    {%- for other in second -%}
+      {%- do current.append([state.previous[loop.index] + 1, current[loop.index0] + 1,
+          state.previous[loop.index0] + (0 if letter == other else 1)] | min) -%}
+    {%- endfor -%}
+    {%- set state.previous = current -%}
+  {%- endfor -%}
+  {{ return(state.previous[-1]) }}
+{%- endmacro -%}
+
+{%- macro openmirror_closest_name(name, known) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set distances = [] -%}
+  {%- for candidate in known -%}
+    {%- do distances.append(om.openmirror_edit_distance(om.openmirror_spelling(name), om.openmirror_spelling(candidate))) -%}
+  {%- endfor -%}
+  {%- set nearest = distances.index(distances | min) -%}
+  {{ return([known[nearest], distances[nearest]]) }}
+{%- endmacro -%}
+
+{%- macro openmirror_near_miss(name, known) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set length = om.openmirror_spelling(name) | length -%}
+  {%- set candidates = [] -%}
+  {%- for known_name in known if (om.openmirror_spelling(known_name) | length - length) | abs <= 2 -%}
+    {%- do candidates.append(known_name) -%}
+  {%- endfor -%}
+  {%- if name in known or not candidates -%}{{ return(none) }}{%- endif -%}
+  {%- set closest, distance = om.openmirror_closest_name(name, candidates) -%}
+  {%- set allowed = 2 if om.openmirror_spelling(closest) | length >= om.openmirror_constants().names.long_name else 1 -%}
+  {{ return(closest if distance <= allowed else none) }}
+{%- endmacro -%}
+
+{#- A var named like ours but none of them (`openmirror_dryrun`, `OPENMIRROR_DRY_RUN`) would be
+    ignored: a dry run asked for would publish. Only the vars given with --vars can be listed in
+    Jinja (dbt_project.yml's cannot). -#}
+{%- macro openmirror_check_vars() -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set names = om.openmirror_constants().names -%}
+  {%- set given = invocation_args_dict.get('vars') -%}
+  {%- for name in (given.keys() | map('string') | sort(case_sensitive=true) if given is mapping else []) -%}
+    {%- if name not in names.vars and (om.openmirror_spelling(name).startswith(names.var_prefix)
+          or om.openmirror_near_miss(name, names.vars) is not none) -%}
+      {%- do om.openmirror_fail("--vars " ~ tojson(name) ~ " is not a dbt-openmirror var, and would be ignored; did you mean "
+          ~ om.openmirror_closest_name(name, names.vars)[0] ~ "? (the vars are " ~ names.vars | join(', ')
+          ~ "). Nothing was written.") -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endmacro -%}
+
+{#- A model, seed or snapshot named like a table this model's runs keep beside `{{ this }}`
+    (`<this>__om_hashes`, `<this>__om_base`, ...) would be overwritten by them. -#}
+{%- macro openmirror_check_internal_names(nodes) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set suffixes = om.openmirror_constants().names.internal_relation_suffixes -%}
+  {%- for node in nodes.values() | sort(attribute='unique_id')
+        if node.unique_id != model.unique_id and node.resource_type in ('model', 'seed', 'snapshot')
+        and node.config.materialized != 'ephemeral'
+        and node.schema | lower == this.schema | lower and (node.database or '') | lower == (this.database or '') | lower -%}
+    {%- set identifier = node.alias or node.name -%}
+    {%- for suffix in suffixes if (identifier | lower).startswith((this.identifier ~ suffix) | lower) -%}
+      {%- do om.openmirror_fail(node.resource_type ~ " '" ~ node.name ~ "' (" ~ node.schema ~ "." ~ identifier
+          ~ ") is named like a table this model's runs keep beside " ~ this.schema ~ "." ~ this.identifier ~ " ("
+          ~ this.identifier ~ suffixes | join('*, ' ~ this.identifier) ~ "), which they would overwrite; rename one of "
+          ~ "them (its alias). Nothing was written.") -%}
+    {%- endfor -%}
+  {%- endfor -%}
 {%- endmacro -%}

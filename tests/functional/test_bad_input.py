@@ -32,6 +32,11 @@ BAD_MODELS = {
     "select id, null as nothing from {{ target.schema }}.src",
     "interval_column.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
     "select id, interval '1' day as wait from {{ target.schema }}.src",
+    "misspelt_config.sql": _model("unique_key='id', deleteflag='name'"),
+    "percent_table.sql": _model("unique_key='id', mirror_table='%2E%2E'"),
+    "clashing.sql": _model("unique_key='id'"),
+    # Another model named like one of `clashing`'s own tables, which its runs would overwrite.
+    "clashing__om_base.sql": "{{ config(materialized='table') }}\nselect 'user data' as note",
 }
 
 
@@ -68,12 +73,21 @@ class TestBadInput:
             ("void_column", ["'void_column'", "column 'nothing' is void", "cast(null as string)"]),
             ("interval_column", ["'interval_column'", "column 'wait' is interval day", "months or microseconds"]),
             ("upper_alias", ["'upper_alias'", ".Orders", ".orders)", "in lower case"]),
+            ("misspelt_config", ["'misspelt_config'", "'deleteflag'", "did you mean 'delete_flag'"]),
+            ("percent_table", ["'percent_table'", "'%2E%2E'", "percent-decodes"]),
+            ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),
         ],
     )
     def test_config_and_name_errors(self, project, landing_zone, model, expected):
         message = self._fails(project, landing_zone, model)
         for fragment in expected:
             assert fragment in message
+
+    def test_a_misspelt_var_is_refused_rather_than_ignored(self, project, landing_zone):
+        """Ignored, a misspelt dry run would publish."""
+        message = self._fails(project, landing_zone, "rekeyed", "--vars", "{openmirror_dryrun: true}")
+        assert '"openmirror_dryrun" is not a dbt-openmirror var' in message
+        assert "did you mean openmirror_dry_run" in message
 
     def test_null_key(self, project, warehouse, landing_zone):
         set_source(

@@ -73,6 +73,6 @@ def test_bad_incremental_configs_are_refused(config, message):
 
 
 def test_incremental_configs():
-    mirror = mirror_config("m", "s", "t", {"unique_key": "id", "delete_flag": " deleted ", "reconcile_every": 24})
+    mirror = mirror_config("m", "s", "t", {"unique_key": "id", "delete_flag": "deleted", "reconcile_every": 24})
     assert (mirror.delete_flag, mirror.reconcile_every) == ("deleted", 24)
     assert mirror_config("m", "s", "t", {"unique_key": "id"}).delete_flag is None

@@ -11,12 +11,14 @@ histories where the table folder holds what the snapshot says.
 
 import json
 import re
+from dataclasses import fields
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, SchemaChangeError
+from dbt.adapters.openmirror.package.constants import INTERNAL_RELATION_SUFFIXES
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, StagedRun
 from dbt.adapters.openmirror.planning.hash_diff import (
     HASHES_COLUMNS,
@@ -47,8 +49,10 @@ from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
-from dbt.adapters.openmirror.run.config import mirror_config, var_flag
+from dbt.adapters.openmirror.run.config import CONFIGS, VARS, closest_name, mirror_config, near_miss, var_flag
+from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
+from tests.support.fake_warehouse import FakeRelation
 from tests.support.package_macros import CompilationError, PackageMacros
 
 LANDING_ZONE, SCHEMA, TABLE = "/lz", "shop", "orders"
@@ -139,6 +143,20 @@ CONFIG_CASES = [
     {"unique_key": "id", "mirror_table": 2024},
     {"unique_key": "id", "mirror_table": "a" * 129},
     {"unique_key": "id", "mirror_table": "order lines"},
+    {"unique_key": " id"},
+    {"unique_key": [" id", "id"]},
+    {"unique_key": "id", "mirror_table": ""},
+    {"unique_key": "id", "mirror_table": False},
+    {"unique_key": "id", "mirror_schema": False},
+    {"unique_key": "id", "publish": ""},
+    {"unique_key": "id", "change_markers": ""},
+    {"unique_key": "id", "parquet_compression": None},
+    {"unique_key": "id", "row_marker_position": ""},
+    {"unique_key": "id", "on_schema_change": ""},
+    {"unique_key": "id", "deleteflag": "flag"},
+    {"unique_key": "id", "unique_keys": ["id"]},
+    {"unique_key": "id", "Mirror_Table": "x"},
+    {"unique_key": "id", "file_format": "delta", "partition_by": "day", "owner": "sales"},
 ]
 
 
@@ -204,6 +222,151 @@ def test_incremental_configs_are_refused_in_package_mode_only(config):
     assert f"{next(iter(config.keys() - {'unique_key'}))} is not offered in package mode" in error
 
 
+@pytest.mark.parametrize(
+    "config, variables, named",
+    [
+        ({"landing_zone": ""}, {"openmirror_landing_zone": LANDING_ZONE}, 'landing zone as Spark writes it (got "")'),
+        (
+            {"landing_zone": False},
+            {"openmirror_landing_zone": LANDING_ZONE},
+            "landing zone as Spark writes it (got false)",
+        ),
+        ({}, {"openmirror_landing_zone": " "}, 'landing zone as Spark writes it (got " ")'),
+        ({}, {}, "landing zone as Spark writes it (got null)"),
+        (
+            {},
+            {"openmirror_landing_zone": LANDING_ZONE, "openmirror_manifest_schema": ""},
+            'openmirror_manifest_schema must name a schema, got ""',
+        ),
+    ],
+)
+def test_an_empty_landing_zone_or_manifest_schema_is_refused_in_package_mode(config, variables, named):
+    """Package mode's own settings: empty or not text, they are refused, not replaced by the var or the default."""
+    package = PackageMacros(config={"unique_key": "id", **config}, variables=variables, this=THIS)
+    _, error = _jinja(package.openmirror_package_settings)
+    assert named in error
+
+
+NAMES = [
+    "deleteflag",
+    "delete_flag",
+    "Delete-Flag",
+    "unique_keys",
+    "uniqe_key",
+    "publsh",
+    "pub",
+    "mirror_tabel",
+    "location_root",
+    "partition_by",
+    "owner",
+    "openmirror_dryrun",
+    "OPENMIRROR_DRY_RUN",
+    "openmirror_reconcil",
+    "openmirror_anything",
+    "dry_run",
+    "start_date",
+    " openmirror_key_hashes ",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("known", ["configs", "vars"])
+def test_near_misses_agree(package, name, known):
+    """A config key or var meant as one of ours is found alike in both modes (config.near_miss)."""
+    names = list(CONFIGS if known == "configs" else VARS)
+    assert package.openmirror_near_miss(name, names) == near_miss(name, names)
+    assert tuple(package.openmirror_closest_name(name, names)) == closest_name(name, names)
+
+
+def _check_vars(given):
+    return _jinja(lambda: PackageMacros(invocation_args_dict={"vars": given}).openmirror_check_vars())
+
+
+@pytest.mark.parametrize(
+    "name, meant",
+    [
+        ("openmirror_dryrun", "openmirror_dry_run"),
+        ("OPENMIRROR_DRY_RUN", "openmirror_dry_run"),
+        ("openmirror-dry-run", "openmirror_dry_run"),
+        ("open_mirror_reconcile", "openmirror_reconcile"),
+        ("openmirror_key_hash", "openmirror_key_hashes"),
+        ("openmirror_landingzone", "openmirror_landing_zone"),
+        ("OpenMirror_Dry", "openmirror_dry_run"),
+    ],
+)
+def test_a_var_named_like_ours_is_refused(name, meant):
+    """Ignored, `--vars '{openmirror_dryrun: true}'` would publish: both materializations refuse it
+    before anything is written, naming it and the var meant."""
+    _, error = _check_vars({"start_date": "2024-01-01", name: True})
+    assert f'--vars "{name}" is not a dbt-openmirror var' in error and f"did you mean {meant}?" in error
+
+
+def test_our_vars_and_unrelated_ones_pass():
+    assert _check_vars({**dict.fromkeys(VARS, True), "dry_run": 1, "start_date": "x", 3: 4}) == ("", None)
+    assert _jinja(lambda: PackageMacros(invocation_args_dict={}).openmirror_check_vars()) == ("", None)
+
+
+def _node(name, resource_type="model", schema=SCHEMA, alias=None, materialized="table"):
+    return {
+        "unique_id": f"{resource_type}.p.{name}",
+        "name": name,
+        "resource_type": resource_type,
+        "database": None,
+        "schema": schema,
+        "alias": alias or name,
+        "config": {"materialized": materialized},
+    }
+
+
+def _check_internal_names(*nodes):
+    this = SimpleNamespace(database=None, schema=SCHEMA, identifier=TABLE)
+    model = SimpleNamespace(name=TABLE, unique_id=f"model.p.{TABLE}", unrendered_config={})
+    macros = PackageMacros(this=this, model=model)
+    return _jinja(lambda: macros.openmirror_check_internal_names({n["unique_id"]: n for n in [_node(TABLE), *nodes]}))
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        _node(f"{TABLE}__om_hashes"),
+        _node(f"{TABLE}__OM_base", resource_type="seed"),
+        _node("renamed", alias=f"{TABLE}__om_new", materialized="view"),
+        _node(f"{TABLE}__dbt_backup", resource_type="snapshot", schema=SCHEMA.upper()),
+    ],
+    ids=lambda node: node["alias"],
+)
+def test_a_node_named_like_a_runs_own_table_is_refused(node):
+    """The run would overwrite it with its key hashes or base table (and later fail on it)."""
+    _, error = _check_internal_names(node)
+    assert error.startswith(
+        f"Model '{TABLE}': {node['resource_type']} '{node['name']}' ({node['schema']}.{node['alias']})"
+    )
+    assert f"{SCHEMA}.{TABLE}" in error
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        _node(f"{TABLE}__om_hashes", schema="other"),
+        _node(f"{TABLE}__om_hashes", materialized="ephemeral"),
+        _node(f"{TABLE}_om_hashes"),
+        _node(f"{TABLE}s__om_hashes"),
+        _node(f"x_{TABLE}__om_hashes"),
+    ],
+    ids=lambda node: f"{node['schema']}.{node['alias']}",
+)
+def test_nodes_named_apart_pass(node):
+    assert _check_internal_names(node) == ("", None)
+
+
+@pytest.mark.parametrize("publishes", [True, False])
+def test_the_internal_suffixes_cover_every_table_a_run_builds(publishes):
+    relations = RunRelations.of(FakeRelation(SCHEMA, TABLE), publishes)
+    built = [getattr(relations, field.name) for field in fields(relations) if field.name not in ("target", "publishes")]
+    identifiers = [relation.identifier for relation in [*built, *relations.layers()]]
+    assert all(i.startswith(tuple(TABLE + suffix for suffix in INTERNAL_RELATION_SUFFIXES)) for i in identifiers)
+
+
 ACCEPTED_VAR_VALUES = [True, False, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", "on", "OFF"]
 REFUSED_VAR_VALUES = [None, 2, 1.0, "", "treu", "y", [True]]
 
@@ -257,6 +420,8 @@ FOLDER_NAMES = [
     "a|b",
     'a"b',
     "a<b",
+    "%2E%2E",
+    "100%",
     7,
     None,
     ["t"],

@@ -57,12 +57,16 @@ from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, ROW_MARKER, UP
 from dbt.adapters.openmirror.run.config import (
     CHANGE_MARKERS,
     COMPRESSIONS,
+    CONFIGS,
     FALSE_WORDS,
     IGNORE,
+    LONG_NAME,
     ON_SCHEMA_CHANGE,
     PUBLISH,
     ROW_MARKER_POSITIONS,
     TRUE_WORDS,
+    VAR_PREFIX,
+    VARS,
 )
 
 #: Package mode's own snapshot properties: the staged run `{{ this }}` reflects (the key hashes
@@ -75,6 +79,11 @@ HELD_MANIFEST = "openmirror.manifest"
 MANIFEST_LANDING_ZONE = SNAPSHOT_LANDING_ZONE
 #: package mode offers every on_schema_change but 'ignore' (its snapshot keeps every column).
 PACKAGE_ON_SCHEMA_CHANGE = tuple(choice for choice in ON_SCHEMA_CHANGE if choice != IGNORE)
+
+#: The tables a run builds beside `{{ this }}` are named `<this>__om_*` or `<this>__dbt_backup`
+#: (run/relations.py, and package mode's materialization): a model, seed or snapshot of such a
+#: name would be overwritten by the run.
+INTERNAL_RELATION_SUFFIXES = ("__om_", "__dbt_backup")
 
 _SPARK_TYPES = {pa.string(): "string", pa.int64(): "bigint"}
 
@@ -106,6 +115,13 @@ def constants() -> dict[str, Any]:
             "schema_suffix": SCHEMA_FOLDER_SUFFIX,
         },
         "flag_words": {"true": list(TRUE_WORDS), "false": list(FALSE_WORDS)},
+        "names": {
+            "configs": list(CONFIGS),
+            "vars": list(VARS),
+            "var_prefix": VAR_PREFIX,
+            "long_name": LONG_NAME,
+            "internal_relation_suffixes": list(INTERNAL_RELATION_SUFFIXES),
+        },
         "hidden_values": HIDDEN,
         "string_key_types": list(STRING_TYPES),
         "non_binary_collation": NON_BINARY_COLLATION.pattern,

@@ -1,8 +1,9 @@
 """The `open_mirror` model config, validated into one plain object before anything runs."""
 
 import json
-from collections.abc import Collection
-from dataclasses import dataclass
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from dbt.adapters.openmirror.errors import MirrorConfigError
@@ -29,6 +30,12 @@ class ConfigSource(Protocol):
     def get(self, name: str, default: Any = None) -> Any: ...
 
 
+class ModelConfigSource(ConfigSource, Protocol):
+    """A model's config and the names of the configs the user set (a plain dict: its keys)."""
+
+    def keys(self) -> Collection[str]: ...
+
+
 class UserSetConfig:
     """dbt's `config` for a model, without the values dbt filled in for configs the user did not set
     (`set_by_user`: the model's `unrendered_config`)."""
@@ -40,6 +47,9 @@ class UserSetConfig:
         if name in SET_BY_USER_ONLY and name not in self.set_by_user:
             return default
         return self.config.get(name, default)
+
+    def keys(self) -> Collection[str]:
+        return self.set_by_user
 
 
 @dataclass(frozen=True)
@@ -73,8 +83,71 @@ class MirrorConfig:
         return table_folder_path(self.mirror_schema, self.mirror_table)
 
 
+#: The model configs open_mirror reads: MirrorConfig's, and package mode's `landing_zone`.
+CONFIGS = tuple(field.name for field in fields(MirrorConfig) if field.name != "model") + ("landing_zone",)
+#: The vars README documents; both modes know all of them (some act in package mode only).
+VARS = (
+    "openmirror_dry_run",
+    "openmirror_reconcile",
+    "openmirror_landing_zone",
+    "openmirror_manifest_schema",
+    "openmirror_key_hashes",
+)
+#: A var whose name starts so (in any case, without '_' or '-') is meant as one of ours.
+VAR_PREFIX = "openmirror"
+#: Names of this many letters or more are near misses two edits away; shorter ones one edit away.
+LONG_NAME = 10
+
+
+def spelling(name: str) -> str:
+    """A name as its misspellings still match it: lower case, without '_', '-' or spaces."""
+    return re.sub(r"[\s_-]", "", name.lower())
+
+
+def edit_distance(first: str, second: str) -> int:
+    """The fewest letters to insert, delete or replace to turn one word into the other."""
+    previous = list(range(len(second) + 1))
+    for i, letter in enumerate(first):
+        current = [i + 1]
+        for j, other in enumerate(second):
+            current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (letter != other)))
+        previous = current
+    return previous[-1]
+
+
+def closest_name(name: str, known: Sequence[str]) -> tuple[str, int]:
+    """The known name nearest to `name` (the first of equals) and its edit distance, compared as spelled."""
+    distances = [edit_distance(spelling(name), spelling(candidate)) for candidate in known]
+    nearest = distances.index(min(distances))
+    return known[nearest], distances[nearest]
+
+
+def near_miss(name: str, known: Sequence[str]) -> str | None:
+    """The known name `name` misspells (its spelling equal, or an edit or two away), or None."""
+    # Names whose lengths differ by more than two are more than two edits apart.
+    candidates = [known_name for known_name in known if abs(len(spelling(known_name)) - len(spelling(name))) <= 2]
+    if name in known or not candidates:
+        return None
+    closest, distance = closest_name(name, candidates)
+    return closest if distance <= (2 if len(spelling(closest)) >= LONG_NAME else 1) else None
+
+
+def _config_names(model: str, names: Collection[str]) -> None:
+    """dbt keeps any config key: a misspelt one would be ignored (`deleteflag` publishes the
+    flagged rows as live ones)."""
+    for name in sorted(names):
+        meant = near_miss(name, CONFIGS)
+        if meant:
+            raise MirrorConfigError(
+                f"Model '{model}': config {name!r} is not an open_mirror config, and would be ignored; "
+                f"did you mean {meant!r}?"
+            )
+
+
 def _choice(model: str, config: ConfigSource, name: str, choices: tuple) -> str:
-    value = config.get(name) or choices[0]
+    value = config.get(name)
+    if value is None:
+        return choices[0]
     if value not in choices:
         raise MirrorConfigError(f"Model '{model}': {name}={value!r} is not one of {', '.join(choices)}")
     return value
@@ -87,15 +160,14 @@ def _unique_key(model: str, value: Any) -> list[str]:
             f"Model '{model}': materialized='open_mirror' needs a unique_key (a column name or a "
             f"list of them), because the mirror applies updates and deletes by key; got {value!r}"
         )
-    cleaned = []
+    # Column names are taken as written: ` id` and `id` are two columns.
     for key in keys:
         if not isinstance(key, str) or not key.strip():
             raise MirrorConfigError(f"Model '{model}': unique_key entry {key!r} is not a column name")
-        cleaned.append(key.strip())
-    duplicates = {k for k in cleaned if [c.lower() for c in cleaned].count(k.lower()) > 1}
+    duplicates = {k for k in keys if [c.lower() for c in keys].count(k.lower()) > 1}
     if duplicates:
         raise MirrorConfigError(f"Model '{model}': unique_key repeats {sorted(duplicates)}")
-    return cleaned
+    return list(keys)
 
 
 def _delete_flag(model: str, value: Any, unique_key: list[str]) -> str | None:
@@ -103,12 +175,12 @@ def _delete_flag(model: str, value: Any, unique_key: list[str]) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise MirrorConfigError(f"Model '{model}': delete_flag must name a boolean column, got {value!r}")
-    if value.strip().lower() in {k.lower() for k in unique_key}:
+    if value.lower() in {k.lower() for k in unique_key}:
         raise MirrorConfigError(f"Model '{model}': delete_flag {value!r} is a unique_key column")
-    return value.strip()
+    return value
 
 
-def _folder_name(model: str, setting: str, value: str) -> str:
+def _folder_name(model: str, setting: str, value: Any) -> str:
     problem = folder_name_problem(value)
     if problem:
         raise MirrorConfigError(f"Model '{model}': {setting}={value!r} cannot name a landing-zone folder: {problem}")
@@ -143,20 +215,25 @@ def _flag(model: str, name: str, value: Any, default: bool) -> bool:
     return value
 
 
-def mirror_config(model: str, schema: str, identifier: str, config: ConfigSource) -> MirrorConfig:
+def _given(config: ConfigSource, name: str, default: str) -> Any:
+    """A config's value, or the default only when it is not set (an empty one is refused)."""
+    value = config.get(name)
+    return default if value is None else value
+
+
+def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigSource) -> MirrorConfig:
     """Validate a model's config; defaults follow the model's schema and identifier."""
     _relation_name(model, schema, identifier)
-    mirror_schema: str | None = config.get("mirror_schema")
-    if mirror_schema is None:
-        mirror_schema = schema
-    if mirror_schema:
+    _config_names(model, config.keys())
+    mirror_schema = _given(config, "mirror_schema", schema)
+    if mirror_schema != "":  # '' is the mirror's default schema: no schema folder
         _folder_name(model, "mirror_schema", mirror_schema)
     unique_key = _unique_key(model, config.get("unique_key"))
     return MirrorConfig(
         model=model,
         unique_key=unique_key,
         mirror_schema=mirror_schema,
-        mirror_table=_folder_name(model, "mirror_table", config.get("mirror_table") or identifier),
+        mirror_table=_folder_name(model, "mirror_table", _given(config, "mirror_table", identifier)),
         parquet_compression=_choice(model, config, "parquet_compression", COMPRESSIONS),
         change_markers=_choice(model, config, "change_markers", CHANGE_MARKERS),
         row_marker_position=_choice(model, config, "row_marker_position", ROW_MARKER_POSITIONS),
