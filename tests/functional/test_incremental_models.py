@@ -267,6 +267,7 @@ class TestTypeChangesAmongCandidatesOnEveryPath(Incremental):
         folder = self.check(project, warehouse, landing_zone, tmp_path)
         assert str(pq.read_schema(data_files(folder)[-1]).field("code").type) == "int32"
 
+    @pytest.mark.extended  # the message alone is tested in test_schema_plan.py
     def test_a_change_the_files_do_not_carry_is_taken_by_any_reconcile(
         self, project, warehouse, landing_zone, tmp_path
     ):
