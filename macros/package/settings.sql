@@ -45,6 +45,15 @@
         ~ "under both spellings. Spell the schema and alias in lower case; mirror_schema and mirror_table "
         ~ "name the landing-zone folders in any case.") -%}
   {%- endif -%}
+  {#- config.py's _config_names: dbt keeps any config key, so a misspelt one would be ignored. -#}
+  {%- for name in model.unrendered_config | sort(case_sensitive=true) -%}
+    {%- set meant = om.openmirror_near_miss(name, om.openmirror_constants().names.configs) -%}
+    {%- if meant is not none -%}
+      {%- do om.openmirror_fail("config '" ~ name ~ "' is not an open_mirror config, and would be ignored; "
+          ~ "did you mean '" ~ meant ~ "'?") -%}
+    {%- endif -%}
+  {%- endfor -%}
+
   {%- set unique_key = config.get('unique_key') -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
   {%- if not keys or keys is string or keys is mapping or keys is not iterable -%}
@@ -63,14 +72,6 @@
     {%- do cleaned.append(key) -%}
   {%- endfor -%}
 
-  {#- config.py's _config_names: dbt keeps any config key, so a misspelt one would be ignored. -#}
-  {%- for name in model.unrendered_config | sort(case_sensitive=true) -%}
-    {%- set meant = om.openmirror_near_miss(name, om.openmirror_constants().names.configs) -%}
-    {%- if meant is not none -%}
-      {%- do om.openmirror_fail("config '" ~ name ~ "' is not an open_mirror config, and would be ignored; "
-          ~ "did you mean '" ~ meant ~ "'?") -%}
-    {%- endif -%}
-  {%- endfor -%}
 
   {%- set landing_zone = config.get('landing_zone') -%}
   {%- set landing_zone = var('openmirror_landing_zone', none) if landing_zone is none else landing_zone -%}
@@ -217,7 +218,8 @@
         and node.config.materialized != 'ephemeral'
         and node.schema | lower == this.schema | lower and (node.database or '') | lower == (this.database or '') | lower -%}
     {%- set identifier = node.alias or node.name -%}
-    {%- for suffix in suffixes if (identifier | lower).startswith((this.identifier ~ suffix) | lower) -%}
+    {%- for suffix in suffixes if (identifier | lower).startswith((this.identifier ~ suffix) | lower)
+          and (suffix.endswith('_') or identifier | lower == (this.identifier ~ suffix) | lower) -%}
       {%- do om.openmirror_fail(node.resource_type ~ " '" ~ node.name ~ "' (" ~ node.schema ~ "." ~ identifier
           ~ ") is named like a table this model's runs keep beside " ~ this.schema ~ "." ~ this.identifier ~ " ("
           ~ this.identifier ~ suffixes | join('*, ' ~ this.identifier) ~ "), which they would overwrite; rename one of "

@@ -2,6 +2,7 @@
 item's Files/LandingZone (e.g. a OneLake item mounted as a folder), and folder deletes that are
 whole or nothing."""
 
+import errno
 import os
 
 import pytest
@@ -92,3 +93,17 @@ def test_deleting_an_empty_folder_creates_nothing_elsewhere(tmp_path):
     (tmp_path / "t" / "_ProcessedFiles").mkdir(parents=True)
     storage.delete_folder("t/_ProcessedFiles")
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["t"]
+
+
+def test_a_folder_that_cannot_be_renamed_aside_is_deleted_file_by_file(tmp_path, monkeypatch):
+    """The staging folder on another device (a symlink or mount), or a share that refuses folder
+    renames: the delete goes on as before."""
+    storage = LocalStorage(tmp_path)
+    storage.write_text("s.schema/t/00000000000000000001.parquet", "x", create_only=True)
+
+    def refuse(source, target):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "rename", refuse)
+    storage.delete_folder("s.schema/t")
+    assert not (tmp_path / "s.schema" / "t").exists()

@@ -352,6 +352,7 @@ def test_a_node_named_like_a_runs_own_table_is_refused(node):
         _node(f"{TABLE}_om_hashes"),
         _node(f"{TABLE}s__om_hashes"),
         _node(f"x_{TABLE}__om_hashes"),
+        _node(f"{TABLE}__dbt_backup_2023"),  # runs build `<this>__dbt_backup` exactly
     ],
     ids=lambda node: f"{node['schema']}.{node['alias']}",
 )

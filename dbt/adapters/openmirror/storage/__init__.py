@@ -2,13 +2,19 @@
 
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.storage.azure_auth import AzureAuth
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 from dbt.adapters.openmirror.storage.local import LocalStorage
-from dbt.adapters.openmirror.storage.location import decode_segment, is_remote, parse_location
+from dbt.adapters.openmirror.storage.location import (
+    decode_segment,
+    is_remote,
+    looks_like_a_service,
+    parse_location,
+    shown_url,
+    split_url,
+)
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -19,33 +25,32 @@ __all__ = ["LandingZoneStorage", "LocalStorage", "canonical_landing_zone", "loca
 def local_root(landing_zone: str) -> Path:
     """The absolute folder of a local landing zone (a path or a file:// URL, whose segments are
     decoded and checked as a remote URL's)."""
-    parsed = urlsplit(landing_zone)
+    parsed = split_url(landing_zone)
+    # What messages show of a URL: no credentials, query or fragment (a folder path is shown whole).
+    shown = shown_url(parsed) if parsed.scheme or parsed.netloc else landing_zone
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
-            raise LandingZoneConfigError(
-                f"landing_zone {landing_zone!r}: file:// URLs must name a local path (file:///...)"
-            )
+            raise LandingZoneConfigError(f"landing_zone {shown!r}: file:// URLs must name a local path (file:///...)")
         if "?" in landing_zone or "#" in landing_zone:
             raise LandingZoneConfigError(
-                f"landing_zone {landing_zone!r}: no query string or fragment in a file:// URL "
+                f"landing_zone {shown!r}: no query string or fragment in a file:// URL "
                 "(a '?' or '#' in a folder name is written %3F or %23)"
             )
-        path = Path("/".join(decode_segment(s, landing_zone) for s in parsed.path.split("/")))
-    elif not parsed.scheme and parsed.netloc:
+        path = Path("/".join(decode_segment(s, shown) for s in parsed.path.split("/")))
+    elif not parsed.scheme and looks_like_a_service(parsed):
         raise LandingZoneConfigError(
-            f"landing_zone '//{parsed.netloc}/…' names a host but no scheme: write https:// (or abfss://) "
-            "before it, or a folder path with a single leading '/'"
+            f"landing_zone {shown!r} names a storage service but no scheme: write https:// (or abfss://) before it"
         )
     elif parsed.scheme and len(parsed.scheme) > 1:  # "C:\\..." parses as scheme "c"
         raise LandingZoneConfigError(
-            f"landing_zone {landing_zone!r}: unknown scheme '{parsed.scheme}://' (expected a local "
+            f"landing_zone {shown!r}: unknown scheme '{parsed.scheme}://' (expected a local "
             "folder, a file:// URL, a OneLake or ADLS Gen2 https:// URL, or its abfss:// form)"
         )
     else:
         path = Path(landing_zone).expanduser()
     root = path.resolve()
     if root.exists() and not root.is_dir():
-        raise LandingZoneConfigError(f"landing_zone {landing_zone!r} is a file, not a folder")
+        raise LandingZoneConfigError(f"landing_zone {shown!r} is a file, not a folder")
     return root
 
 

@@ -259,6 +259,9 @@ class LocalStorage(LandingZoneStorage):
                 os.rename(resolved, staging_root / f"{DELETED_PREFIX}{uuid.uuid4().hex}")
             except FileNotFoundError:
                 pass  # deleted by someone else meanwhile
+            except OSError:
+                # Not renamed (another device, a share refusing folder renames): file by file.
+                shutil.rmtree(resolved)
         self._sweep_deleted()
 
     def _sweep_deleted(self) -> None:

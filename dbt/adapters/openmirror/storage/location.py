@@ -20,6 +20,9 @@ from dbt.adapters.openmirror.errors import LandingZoneConfigError
 
 REMOTE_SCHEMES = ("https", "http", "abfss", "abfs")
 ONELAKE_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.dfs\.fabric\.microsoft\.com$")
+_DFS_HOST = re.compile(
+    r"^(([a-z0-9-]+-)?onelake\.(dfs|blob)\.fabric\.microsoft\.com|[a-z0-9]+\.(dfs|blob)\.core\.windows\.net)$"
+)
 _ONELAKE_BLOB_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.blob\.fabric\.microsoft\.com$")
 LANDING_ZONE_PATH = ("Files", "LandingZone")
 MONITORING_PATH = ("Files", "Monitoring")
@@ -61,8 +64,24 @@ class DfsLocation:
         return "/".join([*parts[:-2], *MONITORING_PATH])
 
 
+def split_url(landing_zone: str) -> SplitResult:
+    """urlsplit, with a malformed URL (an unclosed IPv6 bracket) as a configuration error. Not
+    urlparse: it would cut `;...` off the last segment as "parameters"."""
+    try:
+        return urlsplit(landing_zone)
+    except ValueError as exc:
+        raise LandingZoneConfigError(f"landing_zone is not a valid URL: {exc}") from None
+
+
 def is_remote(landing_zone: str) -> bool:
-    return urlparse(landing_zone).scheme.lower() in REMOTE_SCHEMES
+    return split_url(landing_zone).scheme.lower() in REMOTE_SCHEMES
+
+
+def looks_like_a_service(parsed: SplitResult) -> bool:
+    """`//host:port/...`, `//user@host/...` or `//<a DFS host>/...`: a URL without its scheme, not
+    a folder (`//server/share/...` is a Windows share written with forward slashes)."""
+    host = (parsed.hostname or "").lower()
+    return "@" in parsed.netloc or ":" in parsed.netloc.strip("[]") or bool(_DFS_HOST.match(host))
 
 
 def decode_segment(segment: str, landing_zone: str) -> str:
@@ -120,8 +139,7 @@ def shown_url(parsed: SplitResult) -> str:
 
 def parse_location(url: str) -> DfsLocation:
     """Split a OneLake / ADLS Gen2 landing zone URL, or say what is wrong with it."""
-    # urlsplit, not urlparse: urlparse would cut `;...` off the last segment as "parameters".
-    parsed = urlsplit(url)
+    parsed = split_url(url)
     landing_zone = shown_url(parsed)
     scheme = parsed.scheme.lower()
     if scheme in ("http", "abfs"):

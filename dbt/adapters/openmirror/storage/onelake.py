@@ -280,7 +280,7 @@ class OneLakeStorage(LandingZoneStorage):
             return self._move(temporary_full, target_full, conditions, shown_temporary, shown)
         except BaseException:
             # The failure that matters is the one being raised, not the clean-up's.
-            with contextlib.suppress(ResourceNotFoundError, LandingZoneServiceError, LandingZoneAccessError):
+            with contextlib.suppress(Exception):
                 self._call(f"deleting {shown_temporary}", client.delete_file)
             raise
 
@@ -308,15 +308,18 @@ class OneLakeStorage(LandingZoneStorage):
         """Upload to a name only this run writes (a staged or temporary one). The SDK flushes with
         `If-Match` of the file it created, so a flush whose answer was lost, sent again, is refused
         (412) because of its own first attempt: the file is then uploaded again whole, which
-        replaces nothing of anyone else's."""
-        for attempt in range(1, self._retry.attempts + 1):
-            try:
-                with open_data() as data:
-                    self._call(what, lambda: client.upload_data(data, length=length, overwrite=True, **options))
-                return
-            except LandingZoneServiceError as exc:
-                if exc.status_code != 412 or attempt == self._retry.attempts:
-                    raise
+        replaces nothing of anyone else's. Once: a 412 again is not a lost answer."""
+
+        def send() -> None:
+            with open_data() as data:
+                self._call(what, lambda: client.upload_data(data, length=length, overwrite=True, **options))
+
+        try:
+            send()
+        except LandingZoneServiceError as exc:
+            if exc.status_code != 412:
+                raise
+            send()
 
     def rename_create_only(self, source: str, target: str) -> None:
         self._rename(source, target, _CREATE_ONLY)
