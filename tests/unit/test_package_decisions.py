@@ -155,6 +155,7 @@ CONFIG_CASES = [
     {"unique_key": "id", "on_schema_change": ""},
     {"unique_key": "id", "deleteflag": "flag"},
     {"unique_key": "id", "unique_keys": ["id"]},
+    {"uniqe_key": "id"},  # no unique_key at all: the misspelling is named first in both modes
     {"unique_key": "id", "Mirror_Table": "x"},
     {"unique_key": "id", "file_format": "delta", "partition_by": "day", "owner": "sales"},
 ]
