@@ -212,18 +212,18 @@
     (`<this>__om_hashes`, `<this>__om_base`, ...) would be overwritten by them. -#}
 {%- macro openmirror_check_internal_names(nodes) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set suffixes = om.openmirror_constants().names.internal_relation_suffixes -%}
+  {%- set own = om.openmirror_constants().names.own_relations -%}
+  {%- set prefix, backup = (this.identifier ~ own.prefix) | lower, (this.identifier ~ own.backup) | lower -%}
   {%- for node in nodes.values() | sort(attribute='unique_id')
         if node.unique_id != model.unique_id and node.resource_type in ('model', 'seed', 'snapshot')
         and node.config.materialized != 'ephemeral'
         and node.schema | lower == this.schema | lower and (node.database or '') | lower == (this.database or '') | lower -%}
     {%- set identifier = node.alias or node.name -%}
-    {%- for suffix in suffixes if (identifier | lower).startswith((this.identifier ~ suffix) | lower)
-          and (suffix.endswith('_') or identifier | lower == (this.identifier ~ suffix) | lower) -%}
+    {%- if (identifier | lower).startswith(prefix) or identifier | lower == backup -%}
       {%- do om.openmirror_fail(node.resource_type ~ " '" ~ node.name ~ "' (" ~ node.schema ~ "." ~ identifier
           ~ ") is named like a table this model's runs keep beside " ~ this.schema ~ "." ~ this.identifier ~ " ("
-          ~ this.identifier ~ suffixes | join('*, ' ~ this.identifier) ~ "), which they would overwrite; rename one of "
-          ~ "them (its alias). Nothing was written.") -%}
-    {%- endfor -%}
+          ~ this.identifier ~ own.prefix ~ "*, " ~ this.identifier ~ own.backup ~ "), which they would overwrite; "
+          ~ "rename one of them (its alias). Nothing was written.") -%}
+    {%- endif -%}
   {%- endfor -%}
 {%- endmacro -%}

@@ -18,7 +18,6 @@ from types import SimpleNamespace
 import pytest
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, SchemaChangeError
-from dbt.adapters.openmirror.package.constants import INTERNAL_RELATION_SUFFIXES
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, StagedRun
 from dbt.adapters.openmirror.planning.hash_diff import (
     HASHES_COLUMNS,
@@ -50,7 +49,7 @@ from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scra
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import CONFIGS, VARS, closest_name, mirror_config, near_miss, var_flag
-from dbt.adapters.openmirror.run.relations import RunRelations
+from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX, RunRelations
 from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
 from tests.support.fake_warehouse import FakeRelation
 from tests.support.package_macros import CompilationError, PackageMacros
@@ -366,7 +365,7 @@ def test_the_internal_suffixes_cover_every_table_a_run_builds(publishes):
     relations = RunRelations.of(FakeRelation(SCHEMA, TABLE), publishes)
     built = [getattr(relations, field.name) for field in fields(relations) if field.name not in ("target", "publishes")]
     identifiers = [relation.identifier for relation in [*built, *relations.layers()]]
-    assert all(i.startswith(tuple(TABLE + suffix for suffix in INTERNAL_RELATION_SUFFIXES)) for i in identifiers)
+    assert all(i.startswith(TABLE + OWN_PREFIX) or i == TABLE + BACKUP for i in identifiers)
 
 
 ACCEPTED_VAR_VALUES = [True, False, "true", "TRUE", " yes ", "Yes", "1", 1, 0, "0", "false", "no", "on", "OFF"]

@@ -68,6 +68,7 @@ from dbt.adapters.openmirror.run.config import (
     VAR_PREFIX,
     VARS,
 )
+from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX
 
 #: Package mode's own snapshot properties: the staged run `{{ this }}` reflects (the key hashes
 #: carry it as HASHES_RUN_ID), its declared key, an `--empty` run's table, a held run's manifest.
@@ -79,11 +80,6 @@ HELD_MANIFEST = "openmirror.manifest"
 MANIFEST_LANDING_ZONE = SNAPSHOT_LANDING_ZONE
 #: package mode offers every on_schema_change but 'ignore' (its snapshot keeps every column).
 PACKAGE_ON_SCHEMA_CHANGE = tuple(choice for choice in ON_SCHEMA_CHANGE if choice != IGNORE)
-
-#: The tables a run builds beside `{{ this }}` are named `<this>__om_*` or `<this>__dbt_backup`
-#: (run/relations.py, and package mode's materialization): a model, seed or snapshot of such a
-#: name would be overwritten by the run.
-INTERNAL_RELATION_SUFFIXES = ("__om_", "__dbt_backup")
 
 _SPARK_TYPES = {pa.string(): "string", pa.int64(): "bigint"}
 
@@ -120,7 +116,7 @@ def constants() -> dict[str, Any]:
             "vars": list(VARS),
             "var_prefix": VAR_PREFIX,
             "long_name": LONG_NAME,
-            "internal_relation_suffixes": list(INTERNAL_RELATION_SUFFIXES),
+            "own_relations": {"prefix": OWN_PREFIX, "backup": BACKUP},
         },
         "hidden_values": HIDDEN,
         "string_key_types": list(STRING_TYPES),

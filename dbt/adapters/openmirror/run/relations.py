@@ -6,8 +6,12 @@ from typing import Any
 
 from dbt.adapters.openmirror.planning.overlay import OVERLAY_SLOTS
 
+#: Every table a run builds beside `{{ this }}` is `<this>__om_*`, but the backup, which dbt's own
+#: materializations name `<this>__dbt_backup`: a model of such a name would be overwritten.
+OWN_PREFIX = "__om_"
+BACKUP = "__dbt_backup"
 #: The key hashes beside a snapshot (planning/hash_diff.py).
-HASHES = "__om_hashes"
+HASHES = f"{OWN_PREFIX}hashes"
 
 
 def beside(relation: Any, suffix: str) -> Any:
@@ -41,7 +45,7 @@ class RunRelations:
 
     def overlay(self, slot: str) -> Any:
         """One of the two overlay tables of an overlaid snapshot (planning/overlay.py)."""
-        return beside(self.target, f"__om_overlay_{slot}")
+        return beside(self.target, f"{OWN_PREFIX}overlay_{slot}")
 
     def layers(self) -> list[Any]:
         """An overlaid snapshot's tables under its view: the base and both overlays."""
@@ -89,17 +93,17 @@ class RunRelations:
     @classmethod
     def of(cls, this: Any, publishes: bool) -> "RunRelations":
         target = this.incorporate(type="table")
-        prefix = "__om" if publishes else "__om_check"
+        work = OWN_PREFIX if publishes else f"{OWN_PREFIX}check_"
         return cls(
             target=target,
-            new_output=beside(target, f"{prefix}_new"),
-            backup=beside(target, "__dbt_backup"),
-            new_hashes=beside(target, f"{prefix}_new_hashes"),
+            new_output=beside(target, f"{work}new"),
+            backup=beside(target, BACKUP),
+            new_hashes=beside(target, f"{work}new_hashes"),
             previous_hashes=beside(target, HASHES),
-            changes=beside(target, f"{prefix}_changes"),
-            model_output=beside(target, f"{prefix}_model_output"),
-            base=beside(target, "__om_base"),
-            audit_base=beside(target, "__om_audit_base"),
-            audit_base_hashes=beside(target, "__om_audit_base_hashes"),
+            changes=beside(target, f"{work}changes"),
+            model_output=beside(target, f"{work}model_output"),
+            base=beside(target, f"{OWN_PREFIX}base"),
+            audit_base=beside(target, f"{OWN_PREFIX}audit_base"),
+            audit_base_hashes=beside(target, f"{OWN_PREFIX}audit_base_hashes"),
             publishes=publishes,
         )

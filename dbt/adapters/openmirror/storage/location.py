@@ -20,10 +20,8 @@ from dbt.adapters.openmirror.errors import LandingZoneConfigError
 
 REMOTE_SCHEMES = ("https", "http", "abfss", "abfs")
 ONELAKE_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.dfs\.fabric\.microsoft\.com$")
-_DFS_HOST = re.compile(
-    r"^(([a-z0-9-]+-)?onelake\.(dfs|blob)\.fabric\.microsoft\.com|[a-z0-9]+\.(dfs|blob)\.core\.windows\.net)$"
-)
 _ONELAKE_BLOB_HOST = re.compile(r"^([a-z0-9-]+-)?onelake\.blob\.fabric\.microsoft\.com$")
+_AZURE_STORAGE_HOST = re.compile(r"^[a-z0-9]+\.(dfs|blob)\.core\.windows\.net$")
 LANDING_ZONE_PATH = ("Files", "LandingZone")
 MONITORING_PATH = ("Files", "Monitoring")
 _BAD_SEGMENT = re.compile(r'[\\*?"<>|]')
@@ -81,7 +79,8 @@ def looks_like_a_service(parsed: SplitResult) -> bool:
     """`//host:port/...`, `//user@host/...` or `//<a DFS host>/...`: a URL without its scheme, not
     a folder (`//server/share/...` is a Windows share written with forward slashes)."""
     host = (parsed.hostname or "").lower()
-    return "@" in parsed.netloc or ":" in parsed.netloc.strip("[]") or bool(_DFS_HOST.match(host))
+    services = (ONELAKE_HOST, _ONELAKE_BLOB_HOST, _AZURE_STORAGE_HOST)
+    return "@" in parsed.netloc or ":" in parsed.netloc.strip("[]") or any(p.match(host) for p in services)
 
 
 def decode_segment(segment: str, landing_zone: str) -> str:
