@@ -127,6 +127,7 @@
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
+    {%- do om.openmirror_check_snapshot_rows(existing_relation, snapshot) -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
     {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, plan.columns, plan.kept, plan.added,
@@ -165,7 +166,7 @@
     {%- call statement('keep_dropped_columns') -%}{{ om.openmirror_keep_columns_sql(new_relation, plan.kept) }}{%- endcall -%}
   {%- endif -%}
   {%- set properties = om.openmirror_snapshot_properties(run_id, settings, key_columns, plan,
-      manifest | string if held else none) -%}
+      manifest | string if held else none, output_rows) -%}
   {%- call statement('record_snapshot') -%}
     {{ om.openmirror_snapshot_record_sql(new_relation, properties) }}
   {%- endcall -%}

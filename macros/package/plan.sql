@@ -303,15 +303,35 @@
 {#- What the output records when it becomes `{{ this }}`: the run it reflects, where it was staged
     for, its declared key and the names its columns are published under; a run held for its tests
     also the manifest the on-run-end hook settles it in (`held_manifest`). -#}
-{%- macro openmirror_snapshot_properties(run_id, settings, key_columns, plan, held_manifest) -%}
+{%- macro openmirror_snapshot_properties(run_id, settings, key_columns, plan, held_manifest, rows) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = om.openmirror_constants().properties -%}
   {%- set properties = {
-      keys.staged_run_id: run_id, keys.landing_zone: settings.landing_zone,
+      keys.staged_run_id: run_id, keys.landing_zone: settings.landing_zone, keys.rows: rows | string,
       keys.table_folder: settings.table_folder, keys.key_columns: tojson(key_columns),
       keys.published_columns: tojson((plan.columns + plan.kept) | map(attribute='published_name') | list)} -%}
   {%- if held_manifest -%}
     {%- do properties.update({keys.held: 'true', keys.manifest: held_manifest}) -%}
   {%- endif -%}
   {{ return(properties) }}
+{%- endmacro -%}
+
+{#- Whole rows are compared with `{{ this }}` only while it holds the rows its run wrote: a table
+    whose files were lost reads as empty (planning/run_plan.py check_snapshot_rows says why). -#}
+{%- macro openmirror_snapshot_rows_problem(table, recorded, counted) -%}
+  {%- if recorded is none or counted == recorded -%}{{ return(none) }}{%- endif -%}
+  {{ return("Model '" ~ model.name ~ "': " ~ table ~ " holds " ~ counted ~ " rows, but the run that wrote it left "
+      ~ recorded ~ ": its files were lost or changed outside dbt-openmirror (a folder deleted or moved, rows written by "
+      ~ "hand), and a diff against it would be wrong. Nothing was published. Run `dbt run --full-refresh -s "
+      ~ model.name ~ "` to load the table folder again.") }}
+{%- endmacro -%}
+
+{%- macro openmirror_check_snapshot_rows(relation, properties) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set recorded = properties.get(om.openmirror_constants().properties.rows, '') | string -%}
+  {%- if recorded.isdigit() -%}
+    {%- set problem = om.openmirror_snapshot_rows_problem(relation | string, recorded | int,
+        om.openmirror_row_count(relation)) -%}
+    {%- if problem is not none -%}{%- do exceptions.raise_compiler_error(problem) -%}{%- endif -%}
+  {%- endif -%}
 {%- endmacro -%}

@@ -3,6 +3,8 @@
 publish, replaying the landing zone in file order gives exactly the model output."""
 
 import json
+import shutil
+from urllib.parse import urlparse
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
@@ -232,6 +234,27 @@ class TestPackageModeWithoutKeyHashes(InPackageMode):
             message = run_dbt(["run", "--vars", typed], expect_pass=False)[0].message
             assert f"--vars {typed[1:].split(':')[0]} must be true or false" in message, message
         assert tree_digest(landing_zone) == before
+
+    def test_a_snapshot_that_lost_its_rows_is_not_compared(self, project, warehouse, landing_zone):
+        """Its folder deleted (or moved by a rename cut off, which package mode cannot repair), it
+        reads as empty: every row would be staged again as an INSERT."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 20)", extra_args=["--full-refresh"])
+        publish(landing_zone)
+        rows = project.run_sql(f"describe table extended {schema}.customers", fetch="all")
+        [location] = [str(row[1]) for row in rows if str(row[0]) == "Location"]
+        shutil.rmtree(urlparse(location).path)
+        project.run_sql(f"refresh table {schema}.customers")
+        before = tree_digest(landing_zone)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 10), (2, 'b', 21) {COLUMNS}")
+        message = run_dbt(["run"], expect_pass=False)[0].message
+        assert f"Model 'customers': {schema}.customers holds 0 rows, but the run that wrote it left 2" in message
+        assert tree_digest(landing_zone) == before
+
+        _stage(project, warehouse, "(1, 'a', 10), (2, 'b', 21)", extra_args=["--full-refresh"])
+        publish(landing_zone)
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
 class TestAManifestOfAnEarlierVersion(InPackageMode):

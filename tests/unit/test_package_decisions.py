@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, SchemaChangeError
+from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, PublishError, SchemaChangeError
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, StagedRun
 from dbt.adapters.openmirror.planning.hash_diff import (
     HASHES_COLUMNS,
@@ -37,9 +37,11 @@ from dbt.adapters.openmirror.planning.keys import (
 )
 from dbt.adapters.openmirror.planning.run_plan import (
     INCREMENTAL,
+    SNAPSHOT_ROWS,
     SNAPSHOT_RUN_ID,
     SNAPSHOT_SEQUENCE_NUMBER,
     Destination,
+    check_snapshot_rows,
     plan_run,
     snapshot_record,
 )
@@ -949,6 +951,22 @@ def test_change_counts_agree(package, rows):
     """A dry run's `+inserts ~updates -deletes ^upserts`, from the rows per marker Spark counted."""
     counts = {int(marker): int(n) for marker, n in rows}
     assert package.openmirror_change_counts(rows) == describe_change(counts, ["f"], "t").split(" -> ")[0]
+
+
+@pytest.mark.parametrize("recorded, counted", [(None, 0), (3, 3), (0, 0), (3, 0), (3, 4), (0, 2)])
+def test_snapshot_row_checks_agree(package, recorded, counted):
+    """Whole rows are compared with `{{ this }}` only while it holds the rows its run recorded
+    (a table whose files were lost reads as empty)."""
+    table = f"{SCHEMA}.{TABLE}"
+    python = _python(lambda: check_snapshot_rows("m", table, recorded, counted), PublishError)[1]
+    assert package.openmirror_snapshot_rows_problem(table, recorded, counted) == python
+    assert (python is None) == (recorded is None or recorded == counted)
+    if python is not None:
+        assert f"Model 'm': {table} holds {counted} rows, but the run that wrote it left {recorded}" in python
+    if recorded is not None:
+        properties = {SNAPSHOT_ROWS: str(recorded), SNAPSHOT_SEQUENCE_NUMBER: "1", "openmirror.table_folder": "f"}
+        assert snapshot_record(properties).rows == recorded
+        assert package.openmirror_constants()["properties"]["rows"] == SNAPSHOT_ROWS
 
 
 def test_empty_output_warnings_agree(package):

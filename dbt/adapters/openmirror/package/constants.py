@@ -34,6 +34,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     SNAPSHOT_HELD,
     SNAPSHOT_LANDING_ZONE,
     SNAPSHOT_PUBLISHED_COLUMNS,
+    SNAPSHOT_ROWS,
     SNAPSHOT_TABLE_FOLDER,
 )
 from dbt.adapters.openmirror.planning.schema_plan import (
@@ -132,6 +133,7 @@ def constants() -> dict[str, Any]:
             "table_folder": SNAPSHOT_TABLE_FOLDER,
             "published_columns": SNAPSHOT_PUBLISHED_COLUMNS,
             "held": SNAPSHOT_HELD,
+            "rows": SNAPSHOT_ROWS,
             "manifest": HELD_MANIFEST,
             "created_by": CREATED_BY,
             "manifest_landing_zone": MANIFEST_LANDING_ZONE,

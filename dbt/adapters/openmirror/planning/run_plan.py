@@ -31,6 +31,9 @@ SNAPSHOT_OVERLAY = "openmirror.overlay"
 #: On a snapshot a full run built: the digest of what its model read (spark/model_inputs.py),
 #: bound to the run, so that a record carried onto anything else never matches.
 SNAPSHOT_INPUTS = "openmirror.inputs"
+#: The rows of the snapshot's complete table as its run wrote it: `{{ this }}` itself, or an
+#: overlaid snapshot's base. A table whose files were lost reads as empty (check_snapshot_rows).
+SNAPSHOT_ROWS = "openmirror.rows"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class SnapshotRecord:
     base_run_id: str | None = None
     overlay: str | None = None
     inputs: str | None = None
+    rows: int | None = None
 
     def built_from(self, inputs_digest: str) -> bool:
         """Whether this snapshot is a full run's output of exactly these inputs, unchanged since
@@ -101,6 +105,7 @@ def snapshot_properties(
     base_run_id: str | None = None,
     overlay: str | None = None,
     inputs_digest: str | None = None,
+    rows: int | None = None,
 ) -> dict[str, str]:
     properties = {
         SNAPSHOT_LANDING_ZONE: destination.landing_zone,
@@ -117,6 +122,8 @@ def snapshot_properties(
         properties[SNAPSHOT_OVERLAY] = overlay
     if inputs_digest is not None:
         properties[SNAPSHOT_INPUTS] = _bound_inputs(inputs_digest, run_id)
+    if rows is not None:
+        properties[SNAPSHOT_ROWS] = str(int(rows))
     return properties
 
 
@@ -143,7 +150,22 @@ def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
         properties.get(SNAPSHOT_BASE_RUN_ID),
         properties.get(SNAPSHOT_OVERLAY),
         properties.get(SNAPSHOT_INPUTS),
+        int(rows) if (rows := properties.get(SNAPSHOT_ROWS, "")).isdigit() else None,
     )
+
+
+def check_snapshot_rows(model: str, table: str, recorded: int | None, counted: int) -> None:
+    """The snapshot's complete table is read for its rows (whole rows compared, candidates merged
+    into it) only while it holds the rows its run wrote: a table whose files were lost (its folder
+    deleted, or moved by a rename cut off where nothing repairs it) reads as empty, and a diff
+    against it would publish every row again, or delete every other one."""
+    if recorded is not None and counted != recorded:
+        raise PublishError(
+            f"Model '{model}': {table} holds {counted} rows, but the run that wrote it left {recorded}: its "
+            "files were lost or changed outside dbt-openmirror (a folder deleted or moved, rows written by "
+            "hand), and a diff against it would be wrong. Nothing was published. Run "
+            f"`dbt run --full-refresh -s {model}` to load the table folder again."
+        )
 
 
 def check_key_columns(model: str, declared: list[str] | None, key_columns: Sequence[str]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_problems, string_keys
 from dbt.adapters.openmirror.planning.overlay import OVERLAY_FORMAT, OVERLAY_FORMAT_VERSION, base_run_id
-from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
+from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord, check_snapshot_rows
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.statements import Catalog, Statements, marker_counts, row_count, table_properties
@@ -110,6 +110,7 @@ class SnapshotDiff:
             previous_hashes = self.snapshot_hashes(plan, snapshot, self.signature(plan))
             if previous_hashes is None:
                 self.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
+                self.check_snapshot_rows(snapshot, existing)
                 self._check_keys(plan, relations.new_hashes, counted=False)
                 self.warn_key_lookalikes(plan, relations.new_hashes)
                 sql = statements.render(
@@ -155,6 +156,16 @@ class SnapshotDiff:
             position=mirror.row_marker_position,
         )
         return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
+
+    def check_snapshot_rows(self, snapshot: SnapshotRecord | None, existing: Any, counted: int | None = None) -> None:
+        """Before the snapshot's rows are read: its complete table (`existing`, or an overlaid
+        snapshot's base) holds the rows its run wrote (`counted`: its rows, when already counted)."""
+        if snapshot is None or snapshot.rows is None:
+            return
+        table = self.relations.base if snapshot.overlay is not None else existing
+        if counted is None:
+            counted = row_count(self.statements, table)
+        check_snapshot_rows(self.mirror.model, str(table), snapshot.rows, counted)
 
     def signature(self, plan: RunPlan) -> str:
         """What this run's key hashes cover (macros/sql/hash_diff.sql)."""

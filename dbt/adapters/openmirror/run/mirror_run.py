@@ -222,7 +222,9 @@ class MirrorRun:
                 catalog.drop(relation)
             return response
         candidate_runs = candidate_runs_after(snapshot, self.candidates)
-        return self._stage_and_publish(plan, state, change, relations.new_output, candidate_runs, self._make_snapshot)
+        return self._stage_and_publish(
+            plan, state, change, relations.new_output, output_rows, candidate_runs, self._make_snapshot
+        )
 
     def _deletes_rows(self, change: ChangeRows, existing: Any | None) -> bool:
         """Whether a change whose output is empty deletes rows: its counted deletes, or (not
@@ -256,12 +258,14 @@ class MirrorRun:
         state: TableFolderState,
         change: ChangeRows,
         output: Any,
+        complete_rows: int | None,
         candidate_runs: int,
         make_snapshot: Callable[[], None],
         overlay: OverlayRecord | None = None,
     ) -> OpenMirrorResponse:
-        """Stage the change rows, record `output` as the snapshot it will be, and publish (or
-        hold the change for the model's tests)."""
+        """Stage the change rows, record `output` as the snapshot it will be (`complete_rows`: the
+        rows of its complete table, itself or the base it overlays), and publish (or hold the
+        change for the model's tests)."""
         staging = self._start_staging()
         try:
             counts: dict[int, int] = {}
@@ -270,7 +274,7 @@ class MirrorRun:
                 counts = change.markers if change.markers is not None else self._marker_counts(plan, staging)
                 land_staged_files(self.context.storage, staging)
             pending = self._prepare_publish(plan, staging, state, counts)
-            self._record_snapshot(plan, pending, candidate_runs, output, overlay)
+            self._record_snapshot(plan, pending, candidate_runs, output, complete_rows, overlay)
         except BaseException:  # also dbt cancelling the run: nothing journals these files, nobody would find them
             self._discard_staged(staging)
             raise
@@ -330,6 +334,7 @@ class MirrorRun:
             state,
             change,
             target,
+            snapshot.rows,
             candidate_runs_after(snapshot, True),
             lambda: self._promote_overlay(slot, plan.key_columns),
             OverlayRecord(base_run_id(snapshot) or "", slot, signature),
@@ -531,6 +536,8 @@ class MirrorRun:
         merged into the snapshot, without the rows flagged deleted (planning/candidates.py) and
         the `ignored` columns (on_schema_change='ignore': the snapshot does not keep them)."""
         relations, catalog = self.relations, self.context.catalog
+        if self.candidates:
+            self._diff().check_snapshot_rows(self._snapshot_found(existing), existing)
         left_out = {c.name.lower() for c in ignored}
         self.context.statements.execute(
             "openmirror_complete_output_sql",
@@ -658,6 +665,7 @@ class MirrorRun:
         pending: PendingPublish,
         candidate_runs: int,
         output: Any,
+        complete_rows: int | None,
         overlay: OverlayRecord | None,
     ) -> None:
         """`output` records the landing zone, folder and number it will match, the run that
@@ -677,6 +685,7 @@ class MirrorRun:
             base_run_id=overlay.base_run_id if overlay else None,
             overlay=overlay.slot if overlay else None,
             inputs_digest=self._inputs_digest,
+            rows=complete_rows,
         )
         if overlay is not None:
             properties[HASHES_COLUMNS] = overlay.signature

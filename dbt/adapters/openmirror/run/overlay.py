@@ -91,6 +91,7 @@ class SnapshotOverlay:
         base = diff.relations.base if current is not None else self.existing
         counted = [base, candidates.relation, *([current] if current is not None else [])]
         base_rows, candidate_rows, *overlay_rows = row_counts(diff.statements, counted)
+        diff.check_snapshot_rows(self.snapshot, self.existing, base_rows)
         return OverlayFacts(
             plan,
             diff.snapshot_hashes(plan, self.snapshot, signature) is not None,
