@@ -51,7 +51,9 @@ class TestOneModelSeveralLandingZones:
 
         publish(first, "(1, 'a'), (2, 'b')")
         moved = publish(second, "(1, 'a'), (2, 'B')")
-        assert moved["mode"] == "initial" and any("table folder was missing" in w for w in moved["warnings"])
+        # The new landing zone has no folder yet: the warning says where the snapshot went.
+        assert moved["mode"] == "initial"
+        assert any(f"the snapshot was published to {first}/" in w and str(second) in w for w in moved["warnings"])
         back = publish(first, "(1, 'a'), (2, 'B')")
         # A still holds 'b': the same change must reach it, by a rebuild that says why.
         assert back["mode"] == "rebuild" and back["files"] == ["00000000000000000001.parquet"]

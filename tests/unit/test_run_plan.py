@@ -47,6 +47,23 @@ def test_first_publish_and_missing_folder_are_initial_loads():
 @pytest.mark.parametrize(
     "snapshot, reason",
     [
+        (SnapshotRecord("other.schema/t", 3), f"the snapshot was published to other.schema/t, not {FOLDER}"),
+        (
+            SnapshotRecord(FOLDER, 3, landing_zone="/elsewhere"),
+            f"the snapshot was published to /elsewhere/{FOLDER}, not to {LANDING_ZONE}/{FOLDER}",
+        ),
+    ],
+)
+def test_a_missing_folder_says_when_the_snapshot_was_published_elsewhere(snapshot, reason):
+    """A model given another mirror_table or target finds no folder there: the reason is where its
+    snapshot went, not a folder that went missing."""
+    result = plan(folder=NO_FOLDER, snapshot=snapshot)
+    assert (result.mode, result.reason) == (INITIAL, reason)
+
+
+@pytest.mark.parametrize(
+    "snapshot, reason",
+    [
         (None, "no snapshot table"),
         (SnapshotRecord("other.schema/t", 3), "published to other.schema/t"),
         (SnapshotRecord(FOLDER, 2), "matches file 2 but the table folder ends at 3"),

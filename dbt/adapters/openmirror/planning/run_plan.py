@@ -219,18 +219,13 @@ def _mode_from_folder(
     destination: Destination, folder: TableFolderState, snapshot: SnapshotRecord | None
 ) -> tuple[str, str]:
     """(mode, reason) of a run not forced in full, from what the folder and the snapshot say."""
-    table_folder = destination.table_folder
+    elsewhere = _published_elsewhere(destination, snapshot)
     if not folder.exists:
-        return INITIAL, ("the table folder was missing" if snapshot else FIRST_PUBLISH)
+        return INITIAL, ((elsewhere or "the table folder was missing") if snapshot else FIRST_PUBLISH)
     if snapshot is None:
         return REBUILD, "no snapshot table records what the table folder holds"
-    if snapshot.landing_zone is not None and snapshot.landing_zone != destination.landing_zone:
-        return REBUILD, (
-            f"the snapshot was published to {snapshot.landing_zone}/{snapshot.table_folder}, not to "
-            f"{destination.landing_zone}/{table_folder}"
-        )
-    if snapshot.table_folder != table_folder:
-        return REBUILD, f"the snapshot was published to {snapshot.table_folder}, not {table_folder}"
+    if elsewhere:
+        return REBUILD, elsewhere
     if snapshot.sequence_number != folder.last_sequence_number:
         return REBUILD, (
             f"the snapshot matches file {snapshot.sequence_number} but the table folder ends at "
@@ -243,6 +238,22 @@ def _mode_from_folder(
             "from this snapshot since)"
         )
     return INCREMENTAL, ""
+
+
+def _published_elsewhere(destination: Destination, snapshot: SnapshotRecord | None) -> str | None:
+    """Where the snapshot was published, when that is not this run's landing zone and folder (the
+    model's target, landing_zone, mirror_schema or mirror_table changed)."""
+    if snapshot is None:
+        return None
+    table_folder = destination.table_folder
+    if snapshot.landing_zone is not None and snapshot.landing_zone != destination.landing_zone:
+        return (
+            f"the snapshot was published to {snapshot.landing_zone}/{snapshot.table_folder}, not to "
+            f"{destination.landing_zone}/{table_folder}"
+        )
+    if snapshot.table_folder != table_folder:
+        return f"the snapshot was published to {snapshot.table_folder}, not {table_folder}"
+    return None
 
 
 def _columns_altered(snapshot: SnapshotRecord | None, columns: Sequence[ColumnSpec] | None) -> str | None:
