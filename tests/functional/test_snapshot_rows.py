@@ -88,7 +88,9 @@ class TestAnIncrementalSnapshotThatLostRows:
         _lose_rows(project, f"{schema}.orders", "folder deleted")
         set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"))
         # A dry run, which does not repair (it holds no lease), refuses a table without its folder.
-        assert "Model 'orders'" in _refused(project, landing_zone, ["--vars", "{openmirror_dry_run: true}"])
+        message = _refused(project, landing_zone, ["--vars", "{openmirror_dry_run: true}"])
+        assert "Model 'orders': table orders has no folder and reads as empty" in message
+        assert "the folder was deleted (then run the model with --full-refresh)" in message
         message = _refused(project, landing_zone)
         assert f"Model 'orders': {schema}.orders holds 0 rows, but the run that wrote it left 3" in message
 

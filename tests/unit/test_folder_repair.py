@@ -141,7 +141,8 @@ def test_a_run_without_a_lease_refuses_a_snapshot_table_it_may_not_repair(publis
     published.folders[f"{SCHEMA}/orders__om_base"] = rows
     before = dict(published.folders)
     with pytest.raises(
-        PublishError, match="Model 'orders': table orders lost its folder to a run stopped inside a rename"
+        PublishError,
+        match="Model 'orders': table orders has no folder and reads as empty: a run stopped inside a rename",
     ):
         _repair(published, publishes=False)
     assert published.folders == before

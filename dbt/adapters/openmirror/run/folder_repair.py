@@ -61,9 +61,10 @@ def repair_table_folders(
     unreadable = [t.name for t in out_of_step if t.registered and t.name in read_only_names]
     if unreadable:
         raise PublishError(
-            f"Model '{model}': table {', '.join(unreadable)} lost its folder to a run stopped inside a "
-            "rename, and reads as empty. The next `dbt run` of the model puts it back (a dry run or "
-            "--empty holds no lease and repairs only its own tables). Nothing was checked."
+            f"Model '{model}': table {', '.join(unreadable)} has no folder and reads as empty: a run stopped "
+            "inside a rename of it (the next `dbt run` of the model puts the folder back) or the folder was "
+            "deleted (then run the model with --full-refresh). A dry run or --empty holds no lease and "
+            "repairs only its own tables. Nothing was checked."
         )
     renames = [(source.identifier, to.identifier) for source, to in relations.renamed()]
     own = {r.identifier: r for r in written}
