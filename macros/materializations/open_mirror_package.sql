@@ -117,7 +117,8 @@
     {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_initial_load_sql(new_relation, plan.columns, [], settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
-  {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed) -%}
+  {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed)
+      and om.openmirror_snapshot_table_problem(previous_hashes, snapshot) is none -%}
     {%- do adapter.drop_relation(changes_relation) -%}
     {%- do om.openmirror_diff_query(om.openmirror_changed_keys_sql(changes_relation, new_hashes, previous_hashes,
         key_columns, settings.change_markers), true) -%}
@@ -127,7 +128,8 @@
         settings.change_markers, settings.row_marker_position) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
-    {%- do om.openmirror_check_snapshot_rows(existing_relation, snapshot) -%}
+    {%- set problem = om.openmirror_snapshot_table_problem(existing_relation, snapshot) -%}
+    {%- if problem is not none -%}{%- do exceptions.raise_compiler_error(problem) -%}{%- endif -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
     {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, plan.columns, plan.kept, plan.added,

@@ -316,8 +316,8 @@
   {{ return(properties) }}
 {%- endmacro -%}
 
-{#- Whole rows are compared with `{{ this }}` only while it holds the rows its run wrote: a table
-    whose files were lost reads as empty (planning/run_plan.py check_snapshot_rows says why). -#}
+{#- A table of the snapshot is read as the snapshot only while it holds the rows its run recorded:
+    one whose files were lost reads as empty (planning/run_plan.py snapshot_rows_problem says why). -#}
 {%- macro openmirror_snapshot_rows_problem(table, recorded, counted) -%}
   {%- if recorded is none or counted == recorded -%}{{ return(none) }}{%- endif -%}
   {{ return("Model '" ~ model.name ~ "': " ~ table ~ " holds " ~ counted ~ " rows, but the run that wrote it left "
@@ -326,12 +326,11 @@
       ~ model.name ~ "` to load the table folder again.") }}
 {%- endmacro -%}
 
-{%- macro openmirror_check_snapshot_rows(relation, properties) -%}
+{#- Why `relation` (`{{ this }}`, or its key hashes: a row per row) cannot be read as the snapshot
+    whose record `properties` holds, or none. -#}
+{%- macro openmirror_snapshot_table_problem(relation, properties) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set recorded = properties.get(om.openmirror_constants().properties.rows, '') | string -%}
-  {%- if recorded.isdigit() -%}
-    {%- set problem = om.openmirror_snapshot_rows_problem(relation | string, recorded | int,
-        om.openmirror_row_count(relation)) -%}
-    {%- if problem is not none -%}{%- do exceptions.raise_compiler_error(problem) -%}{%- endif -%}
-  {%- endif -%}
+  {%- if not recorded.isdigit() -%}{{ return(none) }}{%- endif -%}
+  {{ return(om.openmirror_snapshot_rows_problem(relation | string, recorded | int, om.openmirror_row_count(relation))) }}
 {%- endmacro -%}

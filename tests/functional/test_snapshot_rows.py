@@ -71,6 +71,18 @@ class TestAFullDiffSnapshotThatLostRows:
         assert len(file_markers(folder)) == 1 and published == 2
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
+    def test_key_hashes_that_lost_their_rows_are_not_trusted(self, project, warehouse, landing_zone):
+        """Dropping them is harmless (whole rows are compared); losing their files must be too."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "accounts")
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b'), (3, 'c') as t(id, name)")
+        run_dbt(["run", "--full-refresh"])
+        _lose_rows(project, f"{schema}.accounts__om_hashes", "folder deleted")
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'B'), (4, 'd') as t(id, name)")
+        run_dbt(["run"])
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
 
 class TestAnIncrementalSnapshotThatLostRows:
     @pytest.fixture(scope="class")
@@ -93,6 +105,19 @@ class TestAnIncrementalSnapshotThatLostRows:
         assert "the folder was deleted (then run the model with --full-refresh)" in message
         message = _refused(project, landing_zone)
         assert f"Model 'orders': {schema}.orders holds 0 rows, but the run that wrote it left 3" in message
+
+    def test_a_candidate_run_whose_key_hashes_lost_their_rows_compares_whole_rows(
+        self, project, warehouse, landing_zone
+    ):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "orders")
+        self._start(project, warehouse)
+        _lose_rows(project, f"{schema}.orders__om_hashes", "folder deleted")
+        changed = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 2, true), (4, 'd', 2, false)"
+        set_source(warehouse, schema, _source(changed))
+        run_dbt(["run"])
+        assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
+        assert_mirror_equals(warehouse, folder, f"select id, name, updated_at from {schema}.src where not deleted")
 
     def test_a_dry_run_does_not_merge_candidates_into_it(self, project, warehouse, landing_zone):
         schema = project.test_schema

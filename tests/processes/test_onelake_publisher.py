@@ -13,6 +13,7 @@ import pytest
 from dbt.adapters.openmirror.errors import LandingZoneServiceError, LeaseHeldError, PublishError
 from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
+from dbt.adapters.openmirror.rules.markers import INSERT
 from dbt.adapters.openmirror.storage.location import parse_location
 from dbt.adapters.openmirror.storage.onelake import OneLakeStorage
 from dbt.adapters.openmirror.storage.retry import RetrySettings
@@ -43,7 +44,7 @@ def journaled_first_load(storage, tmp_path, *row_counts):
         storage.upload_file(local, f"{STAGED}/part-{index:05d}.parquet")
     publisher = Publisher(storage)
     state = TableFolderState(False, None, 0)
-    pending = publisher.prepare(TABLE, ["id"], STAGED, state, sum(row_counts), "m", "run-1", True, False)
+    pending = publisher.prepare(TABLE, ["id"], STAGED, state, {INSERT: sum(row_counts)}, "m", "run-1", True, False)
     leases = LeaseManager(storage)
     fence = leases.fence(leases.acquire(TABLE, "run-1", "m", ttl_seconds=60, wait_seconds=0))
     publisher.begin(pending, fence)

@@ -20,6 +20,7 @@ from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.rules.landing_zone import scratch_path
+from dbt.adapters.openmirror.rules.markers import UPSERT
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "dbo.schema/contended"
@@ -41,7 +42,7 @@ def publish_once(storage: LocalStorage, name: str, round_number: int, pause) -> 
         pq.write_table(table, storage.root / staged / "part-0.parquet")
         pause()
         pending = publisher.prepare(
-            TABLE, ["id", "run"], staged, state, 1, name, run_id, full_load=not state.exists, rebuild=False
+            TABLE, ["id", "run"], staged, state, {UPSERT: 1}, name, run_id, full_load=not state.exists, rebuild=False
         )
         pause()
         fence = leases.fence(lease)

@@ -13,6 +13,7 @@ from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.rules.landing_zone import scratch_path
+from dbt.adapters.openmirror.rules.markers import UPDATE
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "sales.schema/orders"
@@ -131,7 +132,7 @@ def test_a_rebuild_recreates_the_folder_only_after_the_service_dropped_the_table
         stage(storage, run_id, rows, marked=not full_load)
         state = publisher.table_state(TABLE)
         pending = publisher.prepare(
-            TABLE, ["id"], scratch_path(run_id), state, rows, "orders", run_id, full_load, rebuild
+            TABLE, ["id"], scratch_path(run_id), state, {UPDATE: rows}, "orders", run_id, full_load, rebuild
         )
         lease = leases.acquire(TABLE, run_id, "orders", ttl_seconds=600, wait_seconds=0)
         fence = leases.fence(lease)

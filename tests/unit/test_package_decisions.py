@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, PublishError, SchemaChangeError
+from dbt.adapters.openmirror.errors import KeyColumnsError, MirrorConfigError, SchemaChangeError
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, StagedRun
 from dbt.adapters.openmirror.planning.hash_diff import (
     HASHES_COLUMNS,
@@ -41,9 +41,9 @@ from dbt.adapters.openmirror.planning.run_plan import (
     SNAPSHOT_RUN_ID,
     SNAPSHOT_SEQUENCE_NUMBER,
     Destination,
-    check_snapshot_rows,
     plan_run,
     snapshot_record,
+    snapshot_rows_problem,
 )
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, check_output_columns, plan_schema
 from dbt.adapters.openmirror.publishing.publisher import TableFolderState
@@ -919,9 +919,10 @@ def test_snapshot_properties_read_back_alike(package, held_manifest):
     """What package mode records on `{{ this }}` is read by the plugin's rules the same way (the
     keys both modes share), and by package mode's."""
     plan = {"columns": [_spec(ColumnSpec("id", "int", "ID")), _spec(NAME)], "kept": [_spec(SCORE)]}
-    written = package.openmirror_snapshot_properties("run-2", SETTINGS, ["ID"], plan, held_manifest)
+    written = package.openmirror_snapshot_properties("run-2", SETTINGS, ["ID"], plan, held_manifest, 7)
     record = snapshot_record(dict(written, **{SNAPSHOT_SEQUENCE_NUMBER: "3"}))
     assert (record.landing_zone, record.table_folder, record.held) == (LANDING_ZONE, TABLE_FOLDER, bool(held_manifest))
+    assert record.rows == 7
     assert record.published_columns == package.openmirror_published_names(written) == ["ID", "name", "score"]
     keys = package.openmirror_constants()["properties"]
     assert written[keys["staged_run_id"]] == "run-2" and json.loads(written[keys["key_columns"]]) == ["ID"]
@@ -958,7 +959,7 @@ def test_snapshot_row_checks_agree(package, recorded, counted):
     """Whole rows are compared with `{{ this }}` only while it holds the rows its run recorded
     (a table whose files were lost reads as empty)."""
     table = f"{SCHEMA}.{TABLE}"
-    python = _python(lambda: check_snapshot_rows("m", table, recorded, counted), PublishError)[1]
+    python = snapshot_rows_problem("m", table, recorded, counted)
     assert package.openmirror_snapshot_rows_problem(table, recorded, counted) == python
     assert (python is None) == (recorded is None or recorded == counted)
     if python is not None:

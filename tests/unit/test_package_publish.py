@@ -5,6 +5,7 @@ import shutil
 from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import PublishError
@@ -66,6 +67,17 @@ def _remove_run_bs_files(landing_zone):
     shutil.rmtree(landing_zone / "_scratchPad/dbt-openmirror/run-b")
 
 
+def _rewrite_run_bs_files(landing_zone):
+    """Its file rewritten by someone else with as many rows, now all inserts."""
+    stage_run(landing_zone, "run-b", 2, SECOND, base_run_id="run-a")
+    rewritten = [dict(row, amount=999, __rowMarker__=0) for row in SECOND]
+    schema = pq.read_schema(landing_zone / "_scratchPad/dbt-openmirror/run-b/part-00000.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(rewritten, schema=schema),
+        landing_zone / "_scratchPad/dbt-openmirror/run-b/part-00000.parquet",
+    )
+
+
 @pytest.mark.parametrize(
     "break_the_chain, expected",
     [
@@ -77,8 +89,16 @@ def _remove_run_bs_files(landing_zone):
                 "removed or changed after they were staged",
             ],
         ),
+        (
+            _rewrite_run_bs_files,
+            [
+                "staged files in _scratchPad/dbt-openmirror/run-b hold 2 rows (2 INSERT) in 1 files, "
+                "Spark counted 2 (1 UPDATE, 1 DELETE)",
+                "removed or changed after they were staged",
+            ],
+        ),
     ],
-    ids=["a lost run", "a run's files removed"],
+    ids=["a lost run", "a run's files removed", "a run's file rewritten"],
 )
 def test_a_run_that_cannot_be_published_stops_the_table_and_says_what_to_do(tmp_path, break_the_chain, expected):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
@@ -88,6 +108,17 @@ def test_a_run_that_cannot_be_published_stops_the_table_and_says_what_to_do(tmp_
     for fragment in [*expected, "dbt run --full-refresh -s orders"]:
         assert fragment in failure.value.msg
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
+def test_a_deleted_journal_is_named_when_it_stops_the_table(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    (tmp_path / FOLDER / "_dbt_openmirror.json").unlink()
+    stage_run(tmp_path, "run-b", 2, SECOND, base_run_id="run-a")
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "has no journal (_dbt_openmirror.json) saying which run it holds" in failure.value.msg
+    assert "dbt run --full-refresh -s orders" in failure.value.msg
 
 
 def test_a_full_load_supersedes_the_runs_staged_before_it(tmp_path):

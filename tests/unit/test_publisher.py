@@ -11,6 +11,7 @@ from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetE
 from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT, scratch_path
+from dbt.adapters.openmirror.rules.markers import INSERT
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.support.killed_midway import Killed, killed_after_unlinks
 
@@ -41,7 +42,8 @@ def prepare(storage, expected_rows, last=0, rebuild=False, full_load=None, run_i
     publisher = Publisher(storage)
     state = TableFolderState(last > 0, ["id"], last)
     full_load = (last == 0 or rebuild) if full_load is None else full_load
-    return publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, expected_rows, "m", run_id, full_load, rebuild)
+    expected = {INSERT: expected_rows}  # stage() marks every row an insert
+    return publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, expected, "m", run_id, full_load, rebuild)
 
 
 class Run:

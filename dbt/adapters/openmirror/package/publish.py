@@ -33,6 +33,7 @@ from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.rules.landing_zone import (
     MANIFEST_FOLDER,
+    PUBLISH_RECORD_FILE,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
     SCHEMA_FOLDER_SUFFIX,
@@ -199,7 +200,9 @@ def load_manifest(storage: LandingZoneStorage) -> Manifest:
     for path in _manifest_files(storage):
         with storage.open_read(path) as handle:
             try:
-                rows = pq.read_table(handle).to_pylist()
+                # One thread: pyarrow 26 reading a Python file with its thread pool aborted the
+                # interpreter at exit now and then (exit 134 after a publish that had succeeded).
+                rows = pq.read_table(handle, use_threads=False).to_pylist()
             except (pa.ArrowException, ValueError) as exc:
                 problems.append(f"{path}: not readable as a manifest file ({exc}); skipped")
                 continue
@@ -474,12 +477,16 @@ class PackagePublisher:
         if run.load != FULL:
             last = record.run_id if record is not None else None
             if not state.exists or run.base_run_id != last:
+                if not state.exists:
+                    found = "does not exist"
+                elif record is None:
+                    found = f"has no journal ({PUBLISH_RECORD_FILE}) saying which run it holds"
+                else:
+                    found = f"holds run {last} last"
                 raise PublishError(
                     f"{run.describe()} holds the changes since run {run.base_run_id}, but "
-                    f"{self.storage.location}/{folder} "
-                    + (f"holds run {last} last" if state.exists else "does not exist")
-                    + f". Nothing more of this table was published. Run `dbt run --full-refresh -s "
-                    f"{run.model}` to stage the whole table again."
+                    f"{self.storage.location}/{folder} {found}. Nothing more of this table was published. "
+                    f"Run `dbt run --full-refresh -s {run.model}` to stage the whole table again."
                 )
             if state.folder_conflict:
                 raise PublishError(f"Model '{run.model}': {state.folder_conflict}")
@@ -492,7 +499,7 @@ class PackagePublisher:
                 run.key_columns,
                 run.staged_folder,
                 state,
-                run.rows,
+                {int(marker): rows for marker, rows in run.marker_counts.items()},
                 run.model,
                 run.run_id,
                 full_load=run.load == FULL,

@@ -32,7 +32,7 @@ SNAPSHOT_OVERLAY = "openmirror.overlay"
 #: bound to the run, so that a record carried onto anything else never matches.
 SNAPSHOT_INPUTS = "openmirror.inputs"
 #: The rows of the snapshot's complete table as its run wrote it: `{{ this }}` itself, or an
-#: overlaid snapshot's base. A table whose files were lost reads as empty (check_snapshot_rows).
+#: overlaid snapshot's base. A table whose files were lost reads as empty (snapshot_rows_problem).
 SNAPSHOT_ROWS = "openmirror.rows"
 
 
@@ -154,18 +154,20 @@ def snapshot_record(properties: Mapping[str, str]) -> SnapshotRecord | None:
     )
 
 
-def check_snapshot_rows(model: str, table: str, recorded: int | None, counted: int) -> None:
-    """The snapshot's complete table is read for its rows (whole rows compared, candidates merged
-    into it) only while it holds the rows its run wrote: a table whose files were lost (its folder
-    deleted, or moved by a rename cut off where nothing repairs it) reads as empty, and a diff
-    against it would publish every row again, or delete every other one."""
-    if recorded is not None and counted != recorded:
-        raise PublishError(
-            f"Model '{model}': {table} holds {counted} rows, but the run that wrote it left {recorded}: its "
-            "files were lost or changed outside dbt-openmirror (a folder deleted or moved, rows written by "
-            "hand), and a diff against it would be wrong. Nothing was published. Run "
-            f"`dbt run --full-refresh -s {model}` to load the table folder again."
-        )
+def snapshot_rows_problem(model: str, table: str, recorded: int | None, counted: int) -> str | None:
+    """Why a table of the snapshot (its complete table, or its key hashes, a row per row) cannot be
+    read as the snapshot: it does not hold the rows its run recorded (`recorded`, None on snapshots
+    that record none). A table whose files were lost (its folder deleted, or moved by a rename cut
+    off where nothing repairs it) reads as empty, and a diff against it would publish every row
+    again, or delete every other one."""
+    if recorded is None or counted == recorded:
+        return None
+    return (
+        f"Model '{model}': {table} holds {counted} rows, but the run that wrote it left {recorded}: its "
+        "files were lost or changed outside dbt-openmirror (a folder deleted or moved, rows written by "
+        "hand), and a diff against it would be wrong. Nothing was published. Run "
+        f"`dbt run --full-refresh -s {model}` to load the table folder again."
+    )
 
 
 def check_key_columns(model: str, declared: list[str] | None, key_columns: Sequence[str]) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.errors import (
@@ -45,7 +46,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     scratch_path,
     table_metadata,
 )
-from dbt.adapters.openmirror.rules.markers import ROW_MARKER
+from dbt.adapters.openmirror.rules.markers import ROW_MARKER, count_markers, describe_markers
 from dbt.adapters.openmirror.rules.metadata_files import TableMetadata
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -211,6 +212,8 @@ class TableFolderState:
 class StagedFile:
     path: str
     rows: int
+    #: Rows per marker of a change file (a full load's files carry no marker column).
+    markers: dict[int, int]
 
 
 @dataclass(frozen=True)
@@ -355,25 +358,27 @@ class Publisher:
             if name.startswith(("_", ".")) or not name.endswith(".parquet"):
                 continue  # _SUCCESS, .crc checksums
             path = f"{staged_folder}/{name}"
-            staged.append(StagedFile(path, self._checked_row_count(path, full_load)))
+            staged.append(self._checked_file(path, full_load))
         return staged
 
-    def _checked_row_count(self, path: str, full_load: bool) -> int:
-        """Rows of a staged file. A change file must carry an int32 marker; a full load's rows
-        are all inserts and may carry none (see openmirror_initial_load_sql)."""
+    def _checked_file(self, path: str, full_load: bool) -> StagedFile:
+        """A staged file, its rows counted per marker. A change file must carry an int32 marker;
+        a full load's rows are all inserts and may carry none (see openmirror_initial_load_sql)."""
         if self.storage.size(path) == 0:
             raise PublishError(f"staged file {path} is empty (zero bytes): not publishing it")
         with self.storage.open_read(path) as handle:
             try:
-                metadata = pq.read_metadata(handle)
-            except Exception as exc:
+                parquet = pq.ParquetFile(handle)
+                schema = parquet.schema_arrow
+                if full_load and schema.get_field_index(ROW_MARKER) < 0:
+                    return StagedFile(path, parquet.metadata.num_rows, {})
+                if schema.get_field_index(ROW_MARKER) < 0 or str(schema.field(ROW_MARKER).type) != "int32":
+                    raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
+                # One thread: see package/publish.py load_manifest.
+                markers = parquet.read(columns=[ROW_MARKER], use_threads=False).column(ROW_MARKER)
+            except (pa.ArrowException, OSError, ValueError) as exc:
                 raise PublishError(f"staged file {path} is not readable Parquet: {exc}") from exc
-        schema = metadata.schema.to_arrow_schema()
-        if full_load and schema.get_field_index(ROW_MARKER) < 0:
-            return metadata.num_rows
-        if schema.get_field_index(ROW_MARKER) < 0 or str(schema.field(ROW_MARKER).type) != "int32":
-            raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
-        return metadata.num_rows
+        return StagedFile(path, len(markers), count_markers(markers))
 
     def prepare(
         self,
@@ -381,7 +386,7 @@ class Publisher:
         key_columns: Sequence[str],
         staged_folder: str,
         state: TableFolderState,
-        expected_rows: int,
+        expected_markers: dict[int, int],
         model: str,
         run_id: str,
         full_load: bool,
@@ -390,14 +395,26 @@ class Publisher:
     ) -> PendingPublish:
         """Which staged file becomes which number. An incremental run without changes publishes
         nothing (and may have staged nothing); a full load always publishes at least one file so
-        the table exists."""
+        the table exists. The staged files must hold the rows Spark counted, per marker for change
+        files (`expected_markers`)."""
         staged = self.staged_files(staged_folder, full_load)
-        staged_rows = sum(f.rows for f in staged)
-        if staged_rows != expected_rows or (full_load and not staged):
+        staged_rows, expected_rows = sum(f.rows for f in staged), sum(expected_markers.values())
+        staged_markers: dict[int, int] = {}
+        for file in staged:
+            for marker, rows in file.markers.items():
+                staged_markers[marker] = staged_markers.get(marker, 0) + rows
+        # Compared as described: markers without rows do not count.
+        markers_differ = not full_load and describe_markers(staged_markers) != describe_markers(expected_markers)
+        if staged_rows != expected_rows or markers_differ or (full_load and not staged):
+            found, counted = (
+                (f" ({describe_markers(staged_markers)})", f" ({describe_markers(expected_markers)})")
+                if staged_rows == expected_rows
+                else ("", "")
+            )
             raise StagedFilesChangedError(
-                f"Model '{model}': staged files in {staged_folder} hold {staged_rows} rows in "
-                f"{len(staged)} files, Spark counted {expected_rows}: they were removed or changed after "
-                "they were staged"
+                f"Model '{model}': staged files in {staged_folder} hold {staged_rows} rows{found} in "
+                f"{len(staged)} files, Spark counted {expected_rows}{counted}: they were removed or changed "
+                "after they were staged"
             )
         if full_load:
             # Empty files add nothing; one is kept only so an empty model still creates its table.

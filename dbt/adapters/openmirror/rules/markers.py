@@ -11,6 +11,17 @@ import pyarrow.compute as pc
 ROW_MARKER = "__rowMarker__"
 INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
 KNOWN_MARKERS = (INSERT, UPDATE, DELETE, UPSERT)
+MARKER_NAMES = {INSERT: "INSERT", UPDATE: "UPDATE", DELETE: "DELETE", UPSERT: "UPSERT"}
+
+
+def count_markers(markers: pa.ChunkedArray) -> dict[int, int]:
+    """Rows per marker value."""
+    return {int(entry["values"].as_py()): int(entry["counts"].as_py()) for entry in pc.value_counts(markers)}
+
+
+def describe_markers(counts: dict[int, int]) -> str:
+    """`1 UPDATE, 2 DELETE`: rows per marker, in marker order, leaving out markers without rows."""
+    return ", ".join(f"{counts[m]} {MARKER_NAMES.get(m, m)}" for m in sorted(counts) if counts[m])
 
 
 def marker_problem(markers: pa.ChunkedArray, keyed: bool) -> tuple[int, str] | None:

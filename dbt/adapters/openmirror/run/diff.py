@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.openmirror.errors import PublishError
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.keys import lookalike_warning, raise_key_problems, string_keys
 from dbt.adapters.openmirror.planning.overlay import OVERLAY_FORMAT, OVERLAY_FORMAT_VERSION, base_run_id
-from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord, check_snapshot_rows
+from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord, snapshot_rows_problem
 from dbt.adapters.openmirror.run.config import MirrorConfig
 from dbt.adapters.openmirror.run.relations import RunRelations
 from dbt.adapters.openmirror.run.statements import Catalog, Statements, marker_counts, row_count, table_properties
@@ -110,7 +111,7 @@ class SnapshotDiff:
             previous_hashes = self.snapshot_hashes(plan, snapshot, self.signature(plan))
             if previous_hashes is None:
                 self.debug(f"Model '{mirror.model}': no key hashes match the snapshot; comparing whole rows")
-                self.check_snapshot_rows(snapshot, existing)
+                self.check_complete_table(snapshot, existing)
                 self._check_keys(plan, relations.new_hashes, counted=False)
                 self.warn_key_lookalikes(plan, relations.new_hashes)
                 sql = statements.render(
@@ -157,7 +158,7 @@ class SnapshotDiff:
         )
         return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
 
-    def check_snapshot_rows(self, snapshot: SnapshotRecord | None, existing: Any, counted: int | None = None) -> None:
+    def check_complete_table(self, snapshot: SnapshotRecord | None, existing: Any, counted: int | None = None) -> None:
         """Before the snapshot's rows are read: its complete table (`existing`, or an overlaid
         snapshot's base) holds the rows its run wrote (`counted`: its rows, when already counted)."""
         if snapshot is None or snapshot.rows is None:
@@ -165,7 +166,11 @@ class SnapshotDiff:
         table = self.relations.base if snapshot.overlay is not None else existing
         if counted is None:
             counted = row_count(self.statements, table)
-        check_snapshot_rows(self.mirror.model, str(table), snapshot.rows, counted)
+        problem = snapshot_rows_problem(self.mirror.model, str(table), snapshot.rows, counted)
+        if problem is not None and not self.relations.publishes:
+            problem += " (A run without a lease may also have met a `dbt run` of the model replacing it: run again.)"
+        if problem is not None:
+            raise PublishError(problem)
 
     def signature(self, plan: RunPlan) -> str:
         """What this run's key hashes cover (macros/sql/hash_diff.sql)."""
@@ -183,18 +188,29 @@ class SnapshotDiff:
         finally:
             self.statements.execute("openmirror_sorted_bucket_scans_sql", on=False)
 
-    def snapshot_hashes(self, plan: RunPlan, snapshot: SnapshotRecord | None, signature: str) -> str | None:
+    def snapshot_hashes(
+        self, plan: RunPlan, snapshot: SnapshotRecord | None, signature: str, hash_rows: int | None = None
+    ) -> str | None:
         """The snapshot's key hashes as a relation to join, or None when they cannot be trusted
-        (decided by `hash_diff.hashes_usable`, and for an overlay by its recorded signature and
-        layout; the diff then compares whole rows): the key hashes table, or for an overlaid
-        snapshot the base's hashes overlaid by the overlay's own.
-        `signature` is what this run's hashes cover."""
+        (decided by `hash_diff.hashes_usable`, by their count against the rows the snapshot
+        records, and for an overlay by its recorded signature and layout; the diff then compares
+        whole rows): the key hashes table, or for an overlaid snapshot the base's hashes overlaid
+        by the overlay's own. `signature` is what this run's hashes cover; `hash_rows` the key
+        hashes table's rows, when already counted."""
         if snapshot is None or snapshot.run_id is None:
             return None
         relations = self.relations
         hashes = relations.previous_hashes
         if not hash_diff.hashes_usable(self._properties(hashes), base_run_id(snapshot), signature):
             return None
+        if snapshot.rows is not None:
+            counted = hash_rows if hash_rows is not None else row_count(self.statements, hashes)
+            if snapshot_rows_problem(self.mirror.model, str(hashes), snapshot.rows, counted) is not None:
+                self.debug(
+                    f"Model '{self.mirror.model}': {hashes} holds {counted} key hashes for the snapshot's "
+                    f"{snapshot.rows} rows; comparing whole rows"
+                )
+                return None
         if snapshot.overlay is None:
             return str(hashes)
         overlay = relations.overlay(snapshot.overlay)

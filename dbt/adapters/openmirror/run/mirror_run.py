@@ -334,7 +334,7 @@ class MirrorRun:
             state,
             change,
             target,
-            snapshot.rows,
+            facts.base_rows,
             candidate_runs_after(snapshot, True),
             lambda: self._promote_overlay(slot, plan.key_columns),
             OverlayRecord(base_run_id(snapshot) or "", slot, signature),
@@ -537,7 +537,7 @@ class MirrorRun:
         the `ignored` columns (on_schema_change='ignore': the snapshot does not keep them)."""
         relations, catalog = self.relations, self.context.catalog
         if self.candidates:
-            self._diff().check_snapshot_rows(self._snapshot_found(existing), existing)
+            self._diff().check_complete_table(self._snapshot_found(existing), existing)
         left_out = {c.name.lower() for c in ignored}
         self.context.statements.execute(
             "openmirror_complete_output_sql",
@@ -643,7 +643,7 @@ class MirrorRun:
             plan.key_columns,
             staging.path,
             state,
-            sum(counts.values()),
+            counts,
             self.mirror.model,
             self.run_id,
             full_load=plan.mode != INCREMENTAL,

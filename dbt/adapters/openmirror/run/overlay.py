@@ -89,14 +89,17 @@ class SnapshotOverlay:
         is what this run's key hashes cover."""
         diff, current = self.diff, self.current
         base = diff.relations.base if current is not None else self.existing
-        counted = [base, candidates.relation, *([current] if current is not None else [])]
-        base_rows, candidate_rows, *overlay_rows = row_counts(diff.statements, counted)
-        diff.check_snapshot_rows(self.snapshot, self.existing, base_rows)
+        overlays = [current] if current is not None else []
+        hashes = [diff.relations.previous_hashes] if diff.catalog.find(diff.relations.previous_hashes) else []
+        counts = row_counts(diff.statements, [base, candidates.relation, *overlays, *hashes])
+        base_rows, candidate_rows = counts[0], counts[1]
+        hash_rows = counts[-1] if hashes else None
+        diff.check_complete_table(self.snapshot, self.existing, base_rows)
         return OverlayFacts(
             plan,
-            diff.snapshot_hashes(plan, self.snapshot, signature) is not None,
+            diff.snapshot_hashes(plan, self.snapshot, signature, hash_rows) is not None,
             base_rows,
-            sum(overlay_rows),
+            sum(counts[2 : 2 + len(overlays)]),
             candidate_rows,
         )
 

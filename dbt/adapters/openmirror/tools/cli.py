@@ -326,5 +326,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def console_main() -> None:
+    """The `dbt-openmirror` command. It ends the process without the interpreter's teardown:
+    there pyarrow 26 now and then aborts (SIGABRT, exit 134, "terminate called without an active
+    exception") after a command that succeeded, which a scheduler would record as a failure."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()
