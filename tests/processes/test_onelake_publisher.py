@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.openmirror.errors import LandingZoneServiceError, LeaseHeldError, PublishError
+from dbt.adapters.openmirror.errors import LandingZoneAccessError, LandingZoneServiceError, LeaseHeldError, PublishError
 from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.rules.markers import INSERT
@@ -49,6 +49,21 @@ def journaled_first_load(storage, tmp_path, *row_counts):
     fence = leases.fence(leases.acquire(TABLE, "run-1", "m", ttl_seconds=60, wait_seconds=0))
     publisher.begin(pending, fence)
     return publisher, pending, fence
+
+
+@pytest.mark.parametrize("status, cause", [(401, "rejected the token"), (403, "not allowed to do this")])
+def test_a_staged_file_the_service_will_not_read_is_named_by_the_cause(onelake, tmp_path, status, cause):
+    """Not 'not readable Parquet': the file may be fine, the token is not."""
+    dfs, storage = onelake
+    local = tmp_path / "part.parquet"
+    pq.write_table(pa.table({"id": [1], "__rowMarker__": pa.array([0], pa.int32())}), local)
+    storage.upload_file(local, f"{STAGED}/part-00000.parquet")
+    dfs.inject(status=status, times=5, operation="read")
+    with pytest.raises(LandingZoneAccessError) as failure:
+        Publisher(storage).prepare(
+            TABLE, ["id"], STAGED, TableFolderState(False, None, 0), {INSERT: 1}, "m", "r", True, False
+        )
+    assert cause in failure.value.msg and "not readable Parquet" not in failure.value.msg
 
 
 def test_an_interrupted_publish_is_finished_by_the_next_run(onelake, tmp_path):
