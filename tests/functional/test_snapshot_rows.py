@@ -16,6 +16,9 @@ from tests.functional.test_incremental_models import MODEL as INCREMENTAL_MODEL
 from tests.functional.test_incremental_models import _source
 from tests.support.mirror import assert_mirror_equals, file_markers, set_source, table_folder, tree_digest
 
+#: The incremental model's source after its first run: row 2 changed.
+CHANGED = "(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"
+
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id') }}
 select * from {{ target.schema }}.src
@@ -94,11 +97,15 @@ class TestAnIncrementalSnapshotThatLostRows:
         set_source(warehouse, project.test_schema, _source(rows))
         run_dbt(["run", "--full-refresh"])
 
+    def _start_then_lose_rows(self, project, warehouse, table: str, how: str):
+        """A first run; then `table` loses rows, and the source changes one candidate."""
+        self._start(project, warehouse)
+        _lose_rows(project, f"{project.test_schema}.{table}", how)
+        set_source(warehouse, project.test_schema, _source(CHANGED))
+
     def test_a_candidate_run_over_its_table_fails(self, project, warehouse, landing_zone):
         schema = project.test_schema
-        self._start(project, warehouse)
-        _lose_rows(project, f"{schema}.orders", "folder deleted")
-        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"))
+        self._start_then_lose_rows(project, warehouse, "orders", "folder deleted")
         # A dry run, which does not repair (it holds no lease), refuses a table without its folder.
         message = _refused(project, landing_zone, ["--vars", "{openmirror_dry_run: true}"])
         assert "Model 'orders': table orders has no folder and reads as empty" in message
@@ -121,9 +128,7 @@ class TestAnIncrementalSnapshotThatLostRows:
 
     def test_a_dry_run_does_not_merge_candidates_into_it(self, project, warehouse, landing_zone):
         schema = project.test_schema
-        self._start(project, warehouse)
-        _lose_rows(project, f"{schema}.orders", "row inserted by hand")
-        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"))
+        self._start_then_lose_rows(project, warehouse, "orders", "row inserted by hand")
         message = _refused(project, landing_zone, ["--vars", "{openmirror_dry_run: true}"])
         assert f"Model 'orders': {schema}.orders holds 4 rows, but the run that wrote it left 3" in message
 
@@ -131,7 +136,7 @@ class TestAnIncrementalSnapshotThatLostRows:
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "orders")
         self._start(project, warehouse)
-        set_source(warehouse, schema, _source("(1, 'a', 1, false), (2, 'B', 2, false), (3, 'c', 1, false)"))
+        set_source(warehouse, schema, _source(CHANGED))
         run_dbt(["run"])
         assert_mirror_equals(warehouse, folder, f"select id, name, updated_at from {schema}.src")
         _lose_rows(project, f"{schema}.orders__om_base", "folder deleted")
