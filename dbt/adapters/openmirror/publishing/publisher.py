@@ -16,6 +16,7 @@ overwrite what the other run wrote; it fails saying it lost its lease.
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -399,18 +400,13 @@ class Publisher:
         files (`expected_markers`)."""
         staged = self.staged_files(staged_folder, full_load)
         staged_rows, expected_rows = sum(f.rows for f in staged), sum(expected_markers.values())
-        staged_markers: dict[int, int] = {}
-        for file in staged:
-            for marker, rows in file.markers.items():
-                staged_markers[marker] = staged_markers.get(marker, 0) + rows
-        # Compared as described: markers without rows do not count.
-        markers_differ = not full_load and describe_markers(staged_markers) != describe_markers(expected_markers)
+        staged_markers = sum((Counter(f.markers) for f in staged), Counter())
+        expected = +Counter(expected_markers)  # unary +: markers without rows do not count
+        markers_differ = not full_load and staged_markers != expected
         if staged_rows != expected_rows or markers_differ or (full_load and not staged):
-            found, counted = (
-                (f" ({describe_markers(staged_markers)})", f" ({describe_markers(expected_markers)})")
-                if staged_rows == expected_rows
-                else ("", "")
-            )
+            # Per marker only where the totals agree: otherwise the totals say it.
+            found = f" ({describe_markers(staged_markers)})" if staged_rows == expected_rows else ""
+            counted = f" ({describe_markers(expected)})" if staged_rows == expected_rows else ""
             raise StagedFilesChangedError(
                 f"Model '{model}': staged files in {staged_folder} hold {staged_rows} rows{found} in "
                 f"{len(staged)} files, Spark counted {expected_rows}{counted}: they were removed or changed "

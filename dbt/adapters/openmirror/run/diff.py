@@ -167,10 +167,11 @@ class SnapshotDiff:
         if counted is None:
             counted = row_count(self.statements, table)
         problem = snapshot_rows_problem(self.mirror.model, str(table), snapshot.rows, counted)
-        if problem is not None and not self.relations.publishes:
+        if problem is None:
+            return
+        if not self.relations.publishes:
             problem += " (A run without a lease may also have met a `dbt run` of the model replacing it: run again.)"
-        if problem is not None:
-            raise PublishError(problem)
+        raise PublishError(problem)
 
     def signature(self, plan: RunPlan) -> str:
         """What this run's key hashes cover (macros/sql/hash_diff.sql)."""

@@ -50,9 +50,8 @@ TABLE_PROPERTIES = {"delta.enableExpiredLogCleanup": "false"}
 MISREAD_IN_PATHS = re.compile(r"[%#?\[\]^|\\\x00-\x1f\x7f]")
 
 
-def delta_path_problem(path: Path) -> str | None:
-    """Why delta-rs cannot be handed `path` (resolved, as delta-rs resolves it), or None."""
-    resolved = path.resolve()
+def delta_path_problem(resolved: Path) -> str | None:
+    """Why delta-rs cannot be handed the path `resolved` (resolved, as delta-rs resolves it), or None."""
     bad = sorted({c for part in resolved.parts[1:] for c in MISREAD_IN_PATHS.findall(part)})
     if not bad:
         return None

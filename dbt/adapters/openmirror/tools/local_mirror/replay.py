@@ -114,10 +114,11 @@ class LocalMirror:
             if problem:
                 raise TableStopped(INVALID_FOLDER_NAME, f"{kind} folder name {name!r}: {problem}")
         path = self.target / schema / table
-        if path.resolve().parent.parent != self.target.resolve() or path == self.status_files.path:
+        resolved = path.resolve()
+        if resolved.parent.parent != self.target.resolve() or path == self.status_files.path:
             outside = "would leave the target folder or replace the mirror's status file"
             raise TableStopped(INVALID_FOLDER_NAME, f"{schema}/{table} {outside}")
-        problem = delta_path_problem(path)
+        problem = delta_path_problem(resolved)
         if problem:
             raise TableStopped(INVALID_FOLDER_NAME, f"schema {schema!r}, table {table!r}: {problem}")
         return path
