@@ -440,6 +440,20 @@ def test_status_shows_the_lease_and_an_unfinished_publish(storage, capsys):
     LeaseManager(storage).release(lease)
 
 
+def test_status_says_what_a_deleted_journal_stops(storage, capsys):
+    from dbt.adapters.openmirror.tools.cli import main
+
+    stage(storage, 1)
+    publish(storage, 1)
+    assert main(["status", str(storage.root)]) == 0
+    assert "--full-refresh" not in capsys.readouterr().out
+    (storage.root / TABLE / "_dbt_openmirror.json").unlink()
+    assert main(["status", str(storage.root)]) == 0
+    out = capsys.readouterr().out
+    assert "holds files up to 00000000000000000001.parquet, and no journal of dbt-openmirror" in out
+    assert "`dbt-openmirror publish` of any run but a --full-refresh, refuse it" in out
+
+
 def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):
     stage(storage, 1)
     publish(storage, 1)

@@ -172,13 +172,20 @@ def _waiting_files(storage: LandingZoneStorage, folder: str) -> int:
 
 
 def _publisher_notes(leases: LeaseManager, folder: str, state: TableFolderState) -> list[str]:
-    """Who is publishing the table now, and a publish an interrupted run left unfinished."""
+    """Who is publishing the table now, what stops the next publish, and a publish an interrupted
+    run left unfinished."""
     notes = []
     lease = leases.current(folder)
     if lease is not None and not lease.holder.released:
         notes.append(f"lease: {leases.describe(lease)}")
     if state.folder_conflict:
         notes.append(f"next publish refused: {state.folder_conflict}")
+    unjournaled = state.unjournaled_files()
+    if unjournaled:
+        notes.append(
+            f"the folder {unjournaled}: a dbt run that would rebuild the table, and `dbt-openmirror "
+            "publish` of any run but a --full-refresh, refuse it; `dbt run --full-refresh` takes it over"
+        )
     if state.pending is not None:
         notes.append(
             f"unfinished publish of run {state.pending.run_id} ({len(state.pending.files)} files "
