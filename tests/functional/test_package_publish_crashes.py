@@ -38,6 +38,9 @@ class TestPublishCrashes(InPackageMode):
         assert findings_for(landing_zone, folder) == []
         scratch = landing_zone / "_scratchPad" / "dbt-openmirror"
         assert sorted(p.name for p in scratch.iterdir() if p.name != "leases") == ["manifest"]
+        # Manifest rows are uploaded under a hidden name, then renamed: no upload is left behind.
+        uploads = [p.name for p in (scratch / "manifest").iterdir() if p.name.startswith("_") and ".parquet." in p.name]
+        assert uploads == []
 
     def test_every_operation(self, project, landing_zone, staged, tmp_path):
         pristine, expected = staged

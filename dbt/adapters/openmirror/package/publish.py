@@ -245,7 +245,8 @@ def _final_name(run_id: str, state: str) -> str:
 def record_final(storage: LandingZoneStorage, run: StagedRun, state: str) -> None:
     """Append the run's last row (`published` or `superseded`) to the manifest table: uploaded
     under a hidden name of this writer's, then renamed create-only, so Spark never reads a
-    partial file and a retry (or another publisher) adds nothing."""
+    partial file and a retry (or another publisher) adds nothing; then the uploads of attempts
+    that stopped before their rename are deleted."""
     name = _final_name(run.run_id, state)
     hidden = f"{MANIFEST_FOLDER}/_{name}.{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
@@ -256,6 +257,10 @@ def record_final(storage: LandingZoneStorage, run: StagedRun, state: str) -> Non
         storage.rename_create_only(hidden, f"{MANIFEST_FOLDER}/{name}")
     except TargetExistsError:
         storage.delete_file(hidden)
+    # The row is in: an earlier attempt that stopped between its upload and its rename left a copy.
+    for leftover in storage.list_names(MANIFEST_FOLDER):
+        if leftover.startswith(f"_{name}."):
+            storage.delete_file(f"{MANIFEST_FOLDER}/{leftover}")
 
 
 def _message(exc: Exception) -> str:
