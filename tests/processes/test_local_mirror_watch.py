@@ -114,14 +114,41 @@ def test_replay_watch_command_follows_a_rebuilt_table_until_sigterm(item, tmp_pa
     assert describe_replicator(monitoring(item, "replicator.json")) == "Stopped"
 
 
-@pytest.mark.parametrize("command", ["replay", "validate", "status"])
-def test_a_landing_zone_that_does_not_exist_is_an_error(tmp_path, capsys, command):
+@pytest.mark.parametrize("command", ["replay", "validate", "status", "publish", "webhook"])
+def test_a_landing_zone_that_does_not_exist_is_an_error(tmp_path, capsys, monkeypatch, command):
+    """A mistyped path is not an empty landing zone: a scheduled publish would succeed forever."""
+    monkeypatch.setenv("DBT_CLOUD_WEBHOOK_SECRET", "s")
     arguments = [command, str(tmp_path / "missing")] + (
         ["--target", str(tmp_path / "m")] if command == "replay" else []
     )
     assert main(arguments) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"dbt-openmirror {command}: the landing zone ") and "does not exist" in error
+    assert not (tmp_path / "missing").exists()
+
+
+def test_status_of_a_local_mirror_that_does_not_exist_is_an_error(lz, tmp_path, capsys):
+    declare(lz / "t", ["id"])
+    assert main(["status", str(lz), "--target", str(tmp_path / "no-mirror")]) == 2
+    assert "the local mirror" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "arguments, refusal",
+    [
+        (["publish", "--rebuild-wait-seconds", "-5"], "'-5' is not a number of seconds (0 or more)"),
+        (["publish", "--lease-wait-seconds", "nan"], "'nan' is not a number of seconds"),
+        (["publish", "--watch", "--interval", "0"], "0 would poll without a pause"),
+        (["replay", "--target", "m", "--watch", "--interval", "-1"], "'-1' is not a number of seconds"),
+        (["webhook", "--max-age-seconds", "inf"], "'inf' is not a number of seconds"),
+        (["webhook", "--rebuild-wait-seconds", "soon"], "'soon' is not a number of seconds"),
+    ],
+)
+def test_durations_that_are_not_seconds_are_refused(tmp_path, capsys, arguments, refusal):
+    with pytest.raises(SystemExit) as exit:
+        main([arguments[0], str(tmp_path), *arguments[1:]])
+    assert exit.value.code == 2
+    assert refusal in capsys.readouterr().err
 
 
 def test_a_target_that_cannot_be_written_is_a_message(lz, tmp_path, capsys):

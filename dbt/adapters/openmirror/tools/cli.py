@@ -3,6 +3,7 @@ webhook), check a landing zone, replay it locally, show its status."""
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
@@ -56,7 +57,7 @@ def _pause(seconds: float) -> None:
 
 def _publish(args: argparse.Namespace) -> int:
     publisher = PackagePublisher(
-        _landing_zone(args),
+        _existing_landing_zone(args),
         lease_wait_seconds=args.lease_wait_seconds,
         rebuild_wait_seconds=args.rebuild_wait_seconds,
         log=lambda line: print(line, flush=True),
@@ -127,7 +128,10 @@ def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> tup
     """(where from, tables.json text, replicator.json text): the local mirror's with --target,
     otherwise the service's Files/Monitoring beside the landing zone."""
     if args.target:
-        path = Path(args.target).resolve() / STATUS_FILE
+        target = Path(args.target).resolve()
+        if not target.is_dir():
+            raise OpenMirrorError(f"the local mirror {target} does not exist")
+        path = target / STATUS_FILE
         return "local mirror", (path.read_text(encoding="utf-8") if path.exists() else None), None
     return "Files/Monitoring", storage.read_monitoring(TABLES_FILE), storage.read_monitoring(REPLICATOR_FILE)
 
@@ -213,7 +217,7 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
             "(it is not accepted on the command line)"
         )
     publisher = PackagePublisher(
-        _landing_zone(args),
+        _existing_landing_zone(args),
         rebuild_wait_seconds=args.rebuild_wait_seconds,
         log=logging.getLogger("dbt-openmirror").info,
     )
@@ -255,10 +259,29 @@ def _landing_zone_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--client-id", help="OneLake: service principal or user-assigned managed identity")
 
 
+def _seconds(text: str) -> float:
+    """A duration option: a number of seconds, not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
+def _interval(text: str) -> float:
+    """Seconds between two polls: more than 0, or a watch would poll without pause."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 would poll without a pause; give more than 0 seconds")
+    return value
+
+
 def _rebuild_wait_argument(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--rebuild-wait-seconds",
-        type=float,
+        type=_seconds,
         default=DEFAULT_REBUILD_WAIT_SECONDS,
         help="how long a full load waits for the mirroring service to drop the old table (and an "
         f"incremental run for it to list the table again); default {DEFAULT_REBUILD_WAIT_SECONDS}",
@@ -272,7 +295,7 @@ def parser() -> argparse.ArgumentParser:
     _landing_zone_arguments(replay)
     replay.add_argument("--target", required=True, help="folder of the local mirrored database")
     replay.add_argument("--watch", action="store_true", help="keep polling every --interval seconds until stopped")
-    replay.add_argument("--interval", type=float, default=5.0, help="seconds between polls with --watch")
+    replay.add_argument("--interval", type=_interval, default=5.0, help="seconds between polls with --watch")
     replay.set_defaults(run=_replay)
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
     _landing_zone_arguments(check)
@@ -280,10 +303,10 @@ def parser() -> argparse.ArgumentParser:
     publish = commands.add_parser("publish", help="publish the runs package mode staged, in order, exactly once")
     _landing_zone_arguments(publish)
     publish.add_argument("--watch", action="store_true", help="keep publishing every --interval seconds")
-    publish.add_argument("--interval", type=float, default=60.0, help="seconds between polls with --watch")
+    publish.add_argument("--interval", type=_interval, default=60.0, help="seconds between polls with --watch")
     publish.add_argument(
         "--lease-wait-seconds",
-        type=float,
+        type=_seconds,
         default=0.0,
         help="wait this long for a table another publisher holds (default: fail at once)",
     )
@@ -312,7 +335,7 @@ def parser() -> argparse.ArgumentParser:
     )
     webhook.add_argument(
         "--max-age-seconds",
-        type=float,
+        type=_seconds,
         default=DEFAULT_MAX_AGE_SECONDS,
         help=f"refuse events whose timestamp is further from now (default {DEFAULT_MAX_AGE_SECONDS})",
     )
