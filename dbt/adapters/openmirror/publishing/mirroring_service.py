@@ -121,8 +121,9 @@ class MirroringService:
             )
         else:
             waited_for = (
-                f"the mirroring service still lists table {schema}.{table}, whose folder was "
-                "deleted to rebuild it, and the folder is recreated only once it does not"
+                f"the mirroring service still lists table {schema}.{table}, whose folder was deleted "
+                "(by this rebuild, or before the run), and a full load starts only once the service "
+                "has dropped the table"
             )
         return (
             f"Model '{model}': {waited_for} (waited {timeout_seconds:g} s, rebuild_wait_seconds). "
