@@ -20,6 +20,21 @@
   {%- set keys, states, loads = constants.properties, constants.states, constants.loads -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set dry_run = om.openmirror_var_flag('openmirror_dry_run', var('openmirror_dry_run', false)) -%}
+  {%- set held = settings.publish == 'after_tests' -%}
+  {%- if held and not om.openmirror_audit_hook_configured(graph.nodes) -%}
+    {%- do om.openmirror_fail("publish='after_tests' holds the change until the model's tests passed, which "
+        ~ "is decided at the end of the invocation: add on-run-end: [\"{{ dbt_openmirror.openmirror_publish_audited(results) }}\"] "
+        ~ "to dbt_project.yml. Nothing was staged.") -%}
+  {%- endif -%}
+  {#- A change held for tests this invocation does not run could never be published: only reported. -#}
+  {%- set unaudited = none -%}
+  {%- if held and not (dry_run or flags.EMPTY) -%}
+    {%- set unaudited = om.openmirror_unaudited_reason(model.unique_id, graph.nodes, selected_resources) -%}
+  {%- endif -%}
+  {%- if unaudited -%}
+    {%- do exceptions.warn("Model '" ~ model.name ~ "': " ~ unaudited) -%}
+    {%- set dry_run = true -%}
+  {%- endif -%}
   {#- Every run here is in full, so a reconcile changes nothing; its value is still checked, as in the plugin. -#}
   {%- do om.openmirror_var_flag('openmirror_reconcile', var('openmirror_reconcile', false)) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
@@ -33,12 +48,6 @@
   {%- set changes_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_changes') -%}
   {%- set run_id = om.openmirror_package_run_id(model.unique_id) -%}
   {%- set staged_folder = om.openmirror_staged_folder(run_id) -%}
-  {%- set held = settings.publish == 'after_tests' -%}
-  {%- if held and not om.openmirror_audit_hook_configured(graph.nodes) -%}
-    {%- do om.openmirror_fail("publish='after_tests' holds the change until the model's tests passed, which "
-        ~ "is decided at the end of the invocation: add on-run-end: [\"{{ dbt_openmirror.openmirror_publish_audited(results) }}\"] "
-        ~ "to dbt_project.yml. Nothing was staged.") -%}
-  {%- endif -%}
   {%- if flags.EMPTY -%}
     {{ return(om.openmirror_package_empty_run(settings, target_relation, new_relation)) }}
   {%- endif -%}

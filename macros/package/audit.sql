@@ -27,6 +27,24 @@
   }) }}
 {%- endmacro -%}
 
+{#- audit.unaudited_reason in Jinja (the same cases test both): why a held change could not be
+    published in this invocation, known before the model runs; none when it could. -#}
+{%- macro openmirror_unaudited_reason(model_id, nodes, selected) -%}
+  {%- if model_id not in selected -%}{{ return(none) }}{%- endif -%}
+  {%- set not_selected = [] -%}
+  {%- for unique_id in nodes | sort -%}
+    {%- set node = nodes[unique_id] -%}
+    {%- if node.resource_type == 'test' and model_id in ((node.depends_on or {}).nodes or []) and unique_id not in selected -%}
+      {%- do not_selected.append(unique_id) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if not not_selected -%}{{ return(none) }}{%- endif -%}
+  {{ return("publish='after_tests' publishes a change only when its tests pass in the same invocation, and "
+      ~ "this invocation does not run " ~ not_selected | join(', ') ~ " (dbt run runs no tests): nothing was "
+      ~ "published, and the run reports what it would publish, as a dry run does. Run the model with "
+      ~ "its tests (dbt build)") }}
+{%- endmacro -%}
+
 {#- {'publish': bool, 'reason': text}: audit.verdict in Jinja (the same cases test both). -#}
 {%- macro openmirror_audit_verdict(model_id, nodes, results) -%}
   {%- set tests = [] -%}

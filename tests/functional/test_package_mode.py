@@ -402,6 +402,16 @@ class TestPackageWriteAuditPublish(InPackageMode):
         )
         assert sorted(file_markers(table_folder(landing_zone, schema, "orders"))[-1]) == [1]
 
+        # `dbt run` runs no tests: a dry run's report and a warning, nothing staged or held.
+        set_source(warehouse, schema, "select * from values (1, 12) as t(id, amount)", name="src_orders")
+        snapshot = warehouse.rows(f"select * from {schema}.orders")
+        results, output = run_dbt_and_capture(["run", "--select", "orders"])
+        [orders] = [r for r in results if r.node.name == "orders"]
+        assert orders.adapter_response["code"] == "DRY_RUN"
+        assert "this invocation does not run test." in output
+        assert publish(landing_zone) == []
+        assert warehouse.rows(f"select * from {schema}.orders") == snapshot
+
 
 class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
     """`dbt-openmirror publish` into an item's `Files/LandingZone` while `replay --watch` mirrors

@@ -161,37 +161,62 @@ class TestWriteAuditPublish:
         folder = table_folder(landing_zone, schema, "orders")
         set_source(warehouse, schema, "select * from values (1, 99) as t(id, amount)", name="src_orders")
         before = replay(folder)
-        run_dbt(["run", "--select", "orders"])  # `dbt run` runs no tests
+        snapshot = model_output(warehouse, f"select * from {schema}.orders")
+        results = run_dbt(["run", "--select", "orders"])  # `dbt run` runs no tests
+        result = next(r for r in results if r.node.name == "orders")
         assert replay(folder) == before
+        # Known before the model runs: it only reports, as a dry run, and says why (a warning).
+        assert result.status == "warn" and result.message.startswith("dry run, nothing written: ")
+        assert any("this invocation does not run test.test." in w for w in result.adapter_response["warnings"])
+        assert model_output(warehouse, f"select * from {schema}.orders") == snapshot
+        # One of its tests excluded from a build: the same.
+        results = run_dbt(["build", "--select", "orders", "--exclude", "not_null_orders_amount"])
+        result = next(r for r in results if r.node.name == "orders")
+        assert result.status == "warn" and replay(folder) == before
 
 
 DUPLICATED_AFTER_ORDERS = """
 {{ config(materialized='open_mirror', unique_key='id') }}
-select id from {{ ref('orders') }} union all select 1 as id
+select id from {{ ref('orders') }} union all select 3 as id
+"""
+
+
+# One of orders' tests reads zz_duplicated too, so it runs after zz_duplicated failed, if at all.
+TESTS_AFTER_ZZ = """
+version: 2
+models:
+  - name: orders
+    columns:
+      - name: amount
+        tests: [not_null]
+      - name: id
+        tests:
+          - relationships: {to: ref('zz_duplicated'), field: id}
 """
 
 
 class TestWriteAuditPublishFailFast:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"orders.sql": AUDITED, "schema.yml": AUDITED_TESTS, "zz_duplicated.sql": DUPLICATED_AFTER_ORDERS}
+        return {"orders.sql": AUDITED, "schema.yml": TESTS_AFTER_ZZ, "zz_duplicated.sql": DUPLICATED_AFTER_ORDERS}
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return HOOK
 
     def test_fail_fast_after_a_change_was_held_still_settles_it(self, project, warehouse, landing_zone):
-        """--fail-fast cancels the models still running, then runs the on-run-end hook: its
+        """--fail-fast cancels the nodes still running, then runs the on-run-end hook: its
         statements failed as cancelled, dbt reported a keyboard interrupt, and the change stayed
-        held as `{{ this }}` until the next run."""
+        held as `{{ this }}` until the next run. Here orders' change is held, zz_duplicated fails,
+        and one of orders' tests never runs: the change is discarded."""
         schema = project.test_schema
         set_source(warehouse, schema, "select * from values (1, 10), (2, 20) as t(id, amount)", name="src_orders")
-        run_dbt(["build", "--select", "orders"])
+        run_dbt(["build"])  # zz_duplicated's key 3 is not a duplicate yet
         folder = table_folder(landing_zone, schema, "orders")
         published = replay(folder)
         snapshot = model_output(warehouse, f"select * from {schema}.orders")
         set_source(warehouse, schema, "select * from values (1, 10), (3, 30) as t(id, amount)", name="src_orders")
-        results, output = run_dbt_and_capture(["run", "--fail-fast", "--threads", "1"], expect_pass=False)
+        results, output = run_dbt_and_capture(["build", "--fail-fast", "--threads", "1"], expect_pass=False)
         assert "keyboard interrupt" not in output
         assert "Model 'orders': not published" in output
         statuses = {r.node.name: r.status for r in results}

@@ -49,7 +49,7 @@ from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan,
 from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
-from dbt.adapters.openmirror.run.audit import verdict
+from dbt.adapters.openmirror.run.audit import unaudited_reason, verdict
 from dbt.adapters.openmirror.run.config import CONFIGS, VARS, closest_name, mirror_config, near_miss, var_flag
 from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX, RunRelations
 from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
@@ -1007,3 +1007,22 @@ def test_audit_verdict_agrees(package, model, statuses):
         "publish": python.publish,
         "reason": python.reason,
     }
+
+
+@pytest.mark.parametrize(
+    "selected",
+    [
+        [AUDIT_MODEL, "test.shop.unique_orders_id", "test.shop.relationships_orders"],  # dbt build
+        [AUDIT_MODEL, "test.shop.unique_orders_id"],  # one test excluded
+        [AUDIT_MODEL],  # dbt run
+        [AUDIT_MODEL, "model.shop.c", "test.shop.other"],
+        [],  # a selection that does not name the model tells nothing
+    ],
+)
+@pytest.mark.parametrize("model", [AUDIT_MODEL, "model.shop.untested"])
+def test_unaudited_reason_agrees(package, model, selected):
+    selected = [*selected, "model.shop.untested"] if selected else selected
+    python = unaudited_reason(model, AUDIT_NODES, selected)
+    assert package.openmirror_unaudited_reason(model, AUDIT_NODES, selected) == python
+    expect_reason = model == AUDIT_MODEL and selected and "test.shop.relationships_orders" not in selected
+    assert (python is not None) == bool(expect_reason)

@@ -26,8 +26,15 @@ from dbt.adapters.openmirror.planning.candidates import selects_candidates
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
-from dbt.adapters.openmirror.run.audit import require_audit_hook
-from dbt.adapters.openmirror.run.config import ConfigSource, MirrorConfig, UserSetConfig, mirror_config, var_flag
+from dbt.adapters.openmirror.run.audit import require_audit_hook, unaudited_reason
+from dbt.adapters.openmirror.run.config import (
+    AFTER_TESTS,
+    ConfigSource,
+    MirrorConfig,
+    UserSetConfig,
+    mirror_config,
+    var_flag,
+)
 from dbt.adapters.openmirror.run.context import RunContext
 from dbt.adapters.openmirror.run.held_changes import HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
@@ -149,12 +156,19 @@ class OpenMirrorAdapter(SparkAdapter):
         dry_run: Any,
         empty: bool,
         graph: Mapping[str, Any],
+        selected_resources: Collection[str],
     ) -> MirrorRun:
         """A model's run begins: its config checked (`config` is dbt's, `set_by_user` the model's
         unrendered_config), and, when it publishes, its table's lease taken and what an
-        interrupted run left finished."""
+        interrupted run left finished. A change held for tests this invocation does not run is
+        only reported, as a dry run's."""
         mirror = self._mirror_config(model_name, this, config, set_by_user)
-        require_audit_hook(mirror, graph.get("nodes", {}))
+        nodes = graph.get("nodes", {})
+        require_audit_hook(mirror, nodes)
+        asked_for_dry_run = var_flag("openmirror_dry_run", dry_run)
+        unaudited = None
+        if mirror.publish == AFTER_TESTS and not (asked_for_dry_run or empty):
+            unaudited = unaudited_reason(model_id, nodes, selected_resources)
         run = MirrorRun(
             self.run_context,
             self.held_changes,
@@ -163,9 +177,10 @@ class OpenMirrorAdapter(SparkAdapter):
             f"{get_invocation_id()}-{uuid.uuid4().hex[:8]}",
             model_id,
             full_refresh,
-            var_flag("openmirror_dry_run", dry_run),
+            asked_for_dry_run or unaudited is not None,
             empty,
             candidates=model_id in self._selected_candidates,
+            report_only_because=unaudited,
         )
         self._selected_candidates.discard(model_id)
         with self._runs_lock:

@@ -7,7 +7,7 @@ rows passes: its author chose not to block on it), and is discarded otherwise. A
 tests has nothing to wait for and publishes.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,24 @@ def verdict(model_id: str, nodes: Mapping[str, Any], results: Iterable[Any]) -> 
             "run them with the model (dbt build, without excluding them)",
         )
     return Verdict(True, f"its {len(tests)} tests passed")
+
+
+def unaudited_reason(model_id: str, nodes: Mapping[str, Any], selected: Collection[str]) -> str | None:
+    """Why a change held for its tests could not be published in this invocation, known before
+    the model runs: some of its tests are not selected (`dbt run` selects none). Such a run only
+    reports what it would publish, as a dry run. None when every test is selected, and when the
+    selection does not name the model itself (then it tells nothing)."""
+    if model_id not in selected:
+        return None
+    not_selected = [t for t in model_tests(model_id, nodes) if t not in selected]
+    if not not_selected:
+        return None
+    return (
+        f"publish='after_tests' publishes a change only when its tests pass in the same invocation, and "
+        f"this invocation does not run {', '.join(not_selected)} (dbt run runs no tests): nothing was "
+        "published, and the run reports what it would publish, as a dry run does. Run the model with "
+        "its tests (dbt build)"
+    )
 
 
 def hook_configured(nodes: Mapping[str, Any]) -> str | None:

@@ -92,6 +92,7 @@ class MirrorRun:
         dry_run: bool,
         empty: bool,
         candidates: bool = False,
+        report_only_because: str | None = None,
     ) -> None:
         self.context = context
         self.held = held
@@ -106,6 +107,8 @@ class MirrorRun:
         self.relations = RunRelations.of(this, self.publishes)
         #: What the run warned about: logged as it happens, reported with its result.
         self.warnings: list[str] = []
+        if report_only_because is not None:  # a dry run the user did not ask for says why
+            self._warn(f"Model '{mirror.model}': {report_only_because}")
         self._lease: Lease | None = None
         self._heartbeat: Heartbeat | None = None
         self._staging: list[Staging] = []
