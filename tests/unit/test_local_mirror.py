@@ -202,6 +202,7 @@ def test_killed_after_commit_before_move_applies_nothing_twice(lz, tmp_path):
     crashing = FaultInjectingStorage(LocalStorage(lz), FaultInjector(fail_at=1))
     [stopped] = LocalMirror(crashing, tmp_path / "mirror").replay()
     assert "injected fault" in stopped.errorMessage  # the table's trouble, not the whole replay's
+    assert stopped.errorMessage.startswith(f"{1:020d}.parquet: ")  # named by the file it stopped at
     assert (lz / "t" / f"{1:020d}.parquet").exists()
     # File 1 is committed but still in the folder; the next replay must not apply it again.
     mirror = LocalMirror(LocalStorage(lz), tmp_path / "mirror")

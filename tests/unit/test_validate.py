@@ -142,6 +142,21 @@ def test_a_good_landing_zone_has_no_findings(tmp_path, table):
             f"{2:020d}.parquet row 0",
             "full row",
         ),
+        (  # the columns besides the key left out altogether: the mirror sets them NULL too
+            lambda t: write(t, 2, {"id": [1], "__rowMarker__": markers(1)}),
+            WARNING,
+            f"{2:020d}.parquet row 0",
+            "full row",
+        ),
+        (
+            lambda t: pq.write_table(
+                pa.Table.from_arrays([pa.array([3]), pa.array([4]), markers(0)], names=["id", "id", "__rowMarker__"]),
+                t / f"{2:020d}.parquet",
+            ),
+            ERROR,
+            f"{2:020d}.parquet",
+            "column id appears twice",
+        ),
         (lambda t: write(t, 2, {"id": [3], "v": ["c"]}), WARNING, f"{2:020d}.parquet", "every row is an INSERT"),
         (
             lambda t: write(t, 2, {"__rowMarker__": markers(0), "id": [3], "v": ["c"]}),
@@ -183,6 +198,14 @@ def test_each_defect_is_found_and_located(tmp_path, table, break_it, severity, w
     break_it(table)
     found = findings(tmp_path)
     assert any(s == severity and w.endswith(where) and message in m for s, w, m in found), found
+
+
+def test_updates_of_a_table_of_key_columns_alone_are_not_warned_about(tmp_path):
+    folder = tmp_path / "links"
+    folder.mkdir()
+    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["a", "b"]}))
+    write(folder, 1, {"a": [1], "b": [2], "__rowMarker__": markers(4)})
+    assert findings(tmp_path) == []
 
 
 def test_cli_exit_status(tmp_path, table, capsys):
@@ -235,6 +258,25 @@ def test_a_valid_delimited_text_table_has_no_findings(tmp_path):
         )
     )
     assert findings(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "marker_type, severity, message",
+    [
+        ("Int32", WARNING, "declares __rowMarker__, the row marker, which is not a column of the table"),
+        ("String", ERROR, "declares __rowMarker__ as String: the row marker is an integer"),
+    ],
+)
+def test_a_delimited_text_table_that_declares_the_marker(tmp_path, marker_type, severity, message):
+    columns = [{"Name": "id", "DataType": "Int64"}, {"Name": "__rowMarker__", "DataType": marker_type}]
+    csv_table(tmp_path / "t", ["id"], columns)
+    text_file(tmp_path / "t", f"{1:020d}.csv", "id,__rowMarker__\n1,0\n2,0\n")
+    found = findings(tmp_path)
+    assert any(s == severity and message in m for s, w, m in found), found
+    if severity == WARNING:  # then read as a table of one column, id
+        assert [f for f in found if f[0] == ERROR] == []
+        statuses = LocalMirror(LocalStorage(tmp_path), tmp_path.with_name(f"{tmp_path.name}-mirror")).replay()
+        assert [(s.status, s.metrics["processedRows"]) for s in statuses] == [("Replicating", 2)]
 
 
 def table_with(tmp_path, metadata, *files):

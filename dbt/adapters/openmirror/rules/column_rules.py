@@ -108,11 +108,17 @@ def needs_column_mapping(name: str) -> bool:
 
 
 def schema_problems(schema: pa.Schema) -> list[Problem]:
-    """What keeps the mirror from holding a file's columns: types, names differing only in case,
-    a row marker that is not an integer. Each message names the column."""
+    """What keeps the mirror from holding a file's columns: types, a name given twice or differing
+    only in case, a row marker that is not an integer. Each message names the column."""
     problems = []
     by_lower: dict[str, str] = {}
+    seen: set[str] = set()
     for data_field in schema:
+        if data_field.name in seen:
+            twice = f"column {data_field.name} appears twice: a table holds each column once"
+            problems.append(Problem("DuplicateColumnNames", twice))
+            continue
+        seen.add(data_field.name)
         if data_field.name == ROW_MARKER:
             if not pa.types.is_integer(data_field.type):
                 problems.append(Problem("InvalidRowMarker", f"{ROW_MARKER} is {data_field.type}, not an integer"))

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbt.adapters.openmirror.rules.markers import ROW_MARKER
+
 SEQUENTIAL = "SequentialFileName"
 LAST_UPDATE_TIME = "LastUpdateTimeFileDetection"
 PARQUET = "Parquet"
@@ -32,6 +34,8 @@ DELIMITED_TEXT_TYPES = (
     "Boolean",
     "ByteArray",
 )
+#: The declared types a row marker may have.
+MARKER_TYPES = ("Int16", "Int32", "Int64")
 #: Row separators the delimited-text reader understands (any of them in one file).
 ROW_SEPARATORS = ("\n", "\r\n", "\r")
 
@@ -227,6 +231,15 @@ def _declared_columns(value: Any, parsed: Parsed) -> tuple[DeclaredColumn, ...]:
             parsed.errors.append(f"{where}Name must be a column name, got {name!r}")
             continue
         data_type = _choice(column.get("DataType"), f"{where}DataType of {name}", DELIMITED_TEXT_TYPES, parsed)
+        if name == ROW_MARKER:  # every file carries it; declaring it adds no column
+            if data_type in MARKER_TYPES:
+                parsed.warnings.append(
+                    f"{where[:-1]} declares {ROW_MARKER}, the row marker, which is not a column of the table: "
+                    "read as the marker"
+                )
+            elif data_type is not None:
+                parsed.errors.append(f"{where[:-1]} declares {ROW_MARKER} as {data_type}: the row marker is an integer")
+            continue
         if not isinstance(nullable, bool):
             parsed.errors.append(f"{where}IsNullable must be true or false, got {nullable!r}")
         declared.append(DeclaredColumn(name, data_type or "String", nullable is not False))

@@ -324,12 +324,14 @@ class LandingZoneValidator:
     ) -> None:
         keys = list(metadata.key_columns)
         required = [c.name for c in columns.columns if not c.nullable]
+        # A table of key columns alone has nothing an UPDATE could leave out.
+        valued = any(c not in keys for c in columns.names)
         reported: set[str] = set()
         offset = 0
         for batch in batches:
             table = pa.Table.from_batches([batch])
             markers = table.column(ROW_MARKER) if ROW_MARKER in table.column_names else None
-            for kind, found in self._row_problems(table, markers, keys, required, metadata, reported):
+            for kind, found in self._row_problems(table, markers, keys, required, valued, metadata, reported):
                 row, severity, message = found
                 reported.add(kind)
                 self._add(severity, f"{path} row {offset + row}", message)
@@ -341,6 +343,7 @@ class LandingZoneValidator:
         markers: pa.ChunkedArray | None,
         keys: list[str],
         required: list[str],
+        valued: bool,
         metadata: TableMetadata,
         reported: set[str],
     ) -> Iterator[tuple[str, tuple[int, str, str]]]:
@@ -359,8 +362,9 @@ class LandingZoneValidator:
         null = first_null(table, [c for c in required if f"required {c}" not in reported], among=kept)
         if null is not None:
             yield f"required {null[0]}", (null[1], ERROR, f"column {null[0]} is not nullable but is NULL")
+        # Columns besides the key, all NULL or left out of the file (the mirror sets those NULL too).
         others = [c for c in table.column_names if c not in keys and c != ROW_MARKER]
-        if markers is not None and keys and others and "full" not in reported:
+        if markers is not None and keys and valued and "full" not in reported:
             empty = pc.is_in(markers, pa.array([UPDATE, UPSERT], markers.type))
             for column in others:
                 empty = pc.and_kleene(empty, pc.is_null(table.column(column)))
@@ -371,8 +375,9 @@ class LandingZoneValidator:
                     (
                         row,
                         WARNING,
-                        "UPDATE/UPSERT row whose columns besides the key are all NULL: the mirror replaces the whole "
-                        "row with it, so if only the key was meant to be sent, updates must carry the full row",
+                        "UPDATE/UPSERT row whose columns besides the key are all NULL or missing from the file: the "
+                        "mirror replaces the whole row with it, so if only the key was meant to be sent, updates must "
+                        "carry the full row",
                     ),
                 )
 

@@ -133,7 +133,8 @@ class LocalMirror:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # one table's trouble never stops another
-            error = ("ReplayFailed", f"{type(exc).__name__}: {exc}")
+            where = f"{progress.applying}: " if progress.applying else ""
+            error = ("ReplayFailed", f"{where}{type(exc).__name__}: {exc}")
         if status is None or progress.rebuilt:
             status = TableStatus(schema, table)
         return _updated(status, progress, error)

@@ -71,6 +71,8 @@ class Progress:
     waiting_for: str | None = None
     ignored: tuple[str, ...] = ()
     rebuilt: bool = False
+    #: The file being applied, which an unexpected failure is reported with.
+    applying: str | None = None
 
 
 def identity(file: StoredFile | None) -> tuple[int, float] | None:
@@ -136,7 +138,9 @@ class TableFolderReplay:
         if mirrored is not None and metadata.file_detection == LAST_UPDATE_TIME:
             processed |= names_applied(mirrored)
         for file in self._due(view, metadata, progress, processed):
+            progress.applying = file.name
             mirrored = self._apply(file, view, metadata, mirrored, progress)
+        progress.applying = None
 
     # -- which files ---------------------------------------------------------------------------
 
