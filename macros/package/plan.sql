@@ -152,8 +152,8 @@
   {%- set hidden = om.openmirror_constants().hidden_values -%}
   {%- for problem in problems -%}
     {%- if problem[0] == 'NULL' -%}
-      {%- do om.openmirror_fail("unique_key " ~ (key_columns | list) ~ " has NULL values, "
-          ~ ("e.g. the row with " ~ problem[1] if show_values else hidden)
+      {%- do om.openmirror_fail("unique_key " ~ (key_columns | list) ~ " has NULL values"
+          ~ (", e.g. the row with " ~ problem[1] if show_values else " " ~ hidden)
           ~ ". The mirror needs every key column set; filter or coalesce them.") -%}
     {%- else -%}
       {%- do om.openmirror_fail("unique_key " ~ (key_columns | list) ~ " is not unique: "

@@ -502,6 +502,7 @@ def test_key_problems_agree(package, problem, show_values):
     _, jinja = _jinja(lambda: package.openmirror_raise_key_problems(["id", "line"], [problem], show_values))
     assert jinja == python
     assert ("id=" in jinja) == show_values
+    assert ", (" not in jinja  # the hidden values' note reads as part of the sentence
 
 
 @pytest.mark.parametrize("unique_key, columns", KEY_CASES + [(["code"], [("code", " VARCHAR(10) ")])], ids=repr)

@@ -60,9 +60,9 @@ def raise_key_problems(
     its example values only when `show_values` (model config show_key_values)."""
     for problem, example, rows in problems:
         if problem == "NULL":
-            where = f"e.g. the row with {example}" if show_values else HIDDEN
+            where = f", e.g. the row with {example}" if show_values else f" {HIDDEN}"
             raise KeyColumnsError(
-                f"Model '{model}': unique_key {list(key_columns)} has NULL values, {where}. The "
+                f"Model '{model}': unique_key {list(key_columns)} has NULL values{where}. The "
                 "mirror needs every key column set; filter or coalesce them."
             )
         which = example if show_values else f"a key {HIDDEN}"
