@@ -274,11 +274,12 @@
   {%- endif -%}
   {%- set landing_zone = snapshot.get(keys.landing_zone) -%}
   {%- set table_folder = snapshot.get(keys.table_folder) -%}
+  {%- set left = '; that table folder is left as last published (delete it to drop its mirrored table)' -%}
   {%- if landing_zone is not none and landing_zone != settings.landing_zone -%}
     {{ return(dict(full, reason='the snapshot was staged for ' ~ landing_zone ~ '/' ~ table_folder ~ ', not for '
-        ~ settings.landing_zone ~ '/' ~ settings.table_folder)) }}
+        ~ settings.landing_zone ~ '/' ~ settings.table_folder ~ left)) }}
   {%- elif table_folder != settings.table_folder -%}
-    {{ return(dict(full, reason='the snapshot was published to ' ~ table_folder ~ ', not ' ~ settings.table_folder)) }}
+    {{ return(dict(full, reason='the snapshot was published to ' ~ table_folder ~ ', not ' ~ settings.table_folder ~ left)) }}
   {%- endif -%}
   {%- set altered = om.openmirror_columns_altered(published_names, previous) -%}
   {%- if altered -%}

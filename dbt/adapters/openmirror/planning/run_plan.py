@@ -248,13 +248,15 @@ def _published_elsewhere(destination: Destination, snapshot: SnapshotRecord | No
     if snapshot is None:
         return None
     table_folder = destination.table_folder
+    # The old folder is another mirrored table, which no run of this model changes again.
+    left = "; that table folder is left as last published (delete it to drop its mirrored table)"
     if snapshot.landing_zone is not None and snapshot.landing_zone != destination.landing_zone:
         return (
             f"the snapshot was published to {snapshot.landing_zone}/{snapshot.table_folder}, not to "
-            f"{destination.landing_zone}/{table_folder}"
+            f"{destination.landing_zone}/{table_folder}{left}"
         )
     if snapshot.table_folder != table_folder:
-        return f"the snapshot was published to {snapshot.table_folder}, not {table_folder}"
+        return f"the snapshot was published to {snapshot.table_folder}, not {table_folder}{left}"
     return None
 
 
