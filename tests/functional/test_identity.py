@@ -91,6 +91,29 @@ class TestTwoModelsOneTableFolder:
         )
 
 
+class TestTableFoldersSpelledAlike:
+    @pytest.fixture(scope="class")
+    def models(self):
+        spelled = "{{ config(materialized='open_mirror', unique_key='id', mirror_table=var('table', 'Orders')) }}\n"
+        return {"orders.sql": spelled + "select * from {{ target.schema }}.src"}
+
+    def test_a_table_folder_spelled_like_another_is_warned_about(self, project, warehouse, landing_zone):
+        """Moved to a mirror_table that differs only in case: the mirror is taken to see one table."""
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values (1, 'a') as t(id, name)")
+        assert run_dbt(["run"])[0].adapter_response["warnings"] == []
+        [moved] = run_dbt(["run", "--vars", "{table: orders}"])
+        assert moved.status == "warn"
+        assert any(
+            f"{schema}.schema/orders and {schema}.schema/Orders differ only in case" in w
+            for w in moved.adapter_response["warnings"]
+        ), moved.adapter_response["warnings"]
+        # A name that differs otherwise is only a move.
+        [other] = run_dbt(["run", "--vars", "{table: Order5}"])
+        assert not any("differ only in case" in w for w in other.adapter_response["warnings"])
+        assert any("the snapshot was published to" in w for w in other.adapter_response["warnings"])
+
+
 class TestColumnSpelling:
     @pytest.fixture(scope="class")
     def models(self):

@@ -454,6 +454,17 @@ def test_status_says_what_a_deleted_journal_stops(storage, capsys):
     assert "`dbt-openmirror publish` of any run but a --full-refresh, refuse it" in out
 
 
+def test_a_new_folder_names_the_folder_the_mirror_would_take_for_it(storage):
+    stage(storage, 1)
+    publish(storage, 1)  # s.schema/t
+    publisher = Publisher(storage)
+    assert publisher.table_state("S.schema/T").spelled_alike == TABLE
+    assert publisher.table_state("s.schema/t2").spelled_alike is None
+    assert publisher.table_state(TABLE).spelled_alike is None  # it exists
+    (storage.root / "S.schema" / "T").mkdir(parents=True)  # an empty folder is no table
+    assert publisher.table_state("s.schema/T").spelled_alike == TABLE
+
+
 def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):
     stage(storage, 1)
     publish(storage, 1)

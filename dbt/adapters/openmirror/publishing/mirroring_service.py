@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from dbt.adapters.openmirror.errors import ServiceWaitError
-from dbt.adapters.openmirror.rules.landing_zone import table_identity
+from dbt.adapters.openmirror.rules.landing_zone import comparable, service_name, table_identity
 from dbt.adapters.openmirror.rules.monitoring import REPLICATOR_FILE, TABLES_FILE, parse_tables, replicator_status
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -50,8 +50,8 @@ class MirroringService:
             tables = parse_tables(text)
         except ValueError as exc:
             raise _Unsure(str(exc)) from exc
-        schema, table = (part.lower() for part in table_identity(table_folder))
-        return any((s.lower(), t.lower()) == (schema, table) for s, t in tables)
+        ours = service_name(table_folder)
+        return any((comparable(schema), comparable(table)) == ours for schema, table in tables)
 
     def wait_until_dropped(self, table_folder: str, timeout_seconds: float, model: str) -> None:
         """Before recreating a table folder: the service must no longer hold the old table."""

@@ -45,6 +45,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     parse_sequence_number,
     partner_events_json,
     scratch_path,
+    spelled_alike,
     table_metadata,
 )
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER, count_markers, describe_markers
@@ -196,6 +197,9 @@ class TableFolderState:
     owner: str | None = None
     #: Our record (PUBLISH_RECORD_FILE) is in the folder: without it, nothing says whose its files are.
     journaled: bool = True
+    #: A folder that does not exist yet: another one whose table the mirror would take for its own
+    #: (names differing only in case or Unicode form, `rules/landing_zone.service_name`).
+    spelled_alike: str | None = None
 
     def unjournaled_files(self) -> str | None:
         """What the folder holds that no journal of ours accounts for, as a message's predicate
@@ -278,7 +282,8 @@ class Publisher:
     def table_state(self, table_folder: str) -> TableFolderState:
         waiting, names = self._listed_names(table_folder)
         if not waiting:
-            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
+            twin = spelled_alike(self.storage, table_folder)
+            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0, spelled_alike=twin)
         text = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
         where = f"{self.storage.location}/{table_folder}/{METADATA_FILE}"
         metadata = table_metadata(text, where) if text is not None else None

@@ -5,6 +5,7 @@ Paths here are relative POSIX paths inside the landing zone root; storage backen
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -121,6 +122,47 @@ def table_identity(table_folder: str) -> tuple[str, str]:
     if parent.endswith(SCHEMA_FOLDER_SUFFIX):
         return parent[: -len(SCHEMA_FOLDER_SUFFIX)], table
     return DEFAULT_SCHEMA, table
+
+
+def comparable(name: str) -> str:
+    """A schema or table name as the mirrored database is taken to compare them: without regard to
+    case or Unicode form, as its SQL endpoint and Spark do (the documentation does not say)."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def service_name(table_folder: str) -> tuple[str, str]:
+    """The table folder's (schema, table), `comparable`."""
+    schema, table = table_identity(table_folder)
+    return comparable(schema), comparable(table)
+
+
+def spelled_alike(storage: "LandingZoneStorage", table_folder: str) -> str | None:
+    """Another table folder, not empty, whose table the mirrored database would take for this
+    one's (`service_name`): reads the root and the schema folders of the same name."""
+    ours = service_name(table_folder)
+    for name in storage.list_names(""):
+        if name.startswith("_"):
+            continue
+        if name.endswith(SCHEMA_FOLDER_SUFFIX):
+            if service_name(f"{name}/-")[0] != ours[0]:
+                continue
+            folders = [f"{name}/{table}" for table in storage.list_names(name) if not table.startswith("_")]
+        else:
+            folders = [name]
+        for folder in folders:
+            if folder != table_folder and service_name(folder) == ours and storage.list_names(folder):
+                return folder
+    return None
+
+
+def spelled_alike_problem(table_folder: str, other: str) -> str:
+    """Why publishing `table_folder` beside `other` (`spelled_alike`) is not safe."""
+    return (
+        f"{table_folder} and {other} differ only in case or Unicode form, which the mirrored database "
+        "is taken not to tell apart (its SQL endpoint and Spark compare table names without case; the "
+        "documentation does not say): both may feed one table, and a rebuild of one waits until the "
+        "service drops the other. Publish under one spelling and delete the other folder"
+    )
 
 
 def scratch_path(run_id: str) -> str:

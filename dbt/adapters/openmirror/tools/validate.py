@@ -33,6 +33,8 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     SCRATCH_FOLDER,
     folder_name_problem,
     parse_sequence_number,
+    service_name,
+    spelled_alike_problem,
     table_folders,
 )
 from dbt.adapters.openmirror.rules.markers import (
@@ -100,10 +102,14 @@ class LandingZoneValidator:
                 problem = folder_name_problem(name[: -len(SCHEMA_FOLDER_SUFFIX)])
                 if problem:
                     self._add(ERROR, name, f"schema folder name: {problem}")
+        first_of: dict[tuple[str, str], str] = {}
         for _, table, folder in table_folders(self.storage):
             problem = folder_name_problem(table)
             if problem:
                 self._add(ERROR, folder, f"table folder name: {problem}")
+            other = first_of.setdefault(service_name(folder), folder)
+            if other != folder:
+                self._add(WARNING, folder, spelled_alike_problem(folder, other))
             self._table_folder(folder)
         return self.findings
 
