@@ -2,6 +2,8 @@
 landing zones), its owner (two models on one folder), its columns' spelling (names are
 case-insensitive in the mirror) and its key's published type (complex keys)."""
 
+import shutil
+
 import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
@@ -97,21 +99,20 @@ class TestTableFoldersSpelledAlike:
         spelled = "{{ config(materialized='open_mirror', unique_key='id', mirror_table=var('table', 'Orders')) }}\n"
         return {"orders.sql": spelled + "select * from {{ target.schema }}.src"}
 
-    def test_a_table_folder_spelled_like_another_is_warned_about(self, project, warehouse, landing_zone):
+    def test_a_table_folder_spelled_like_another_is_refused(self, project, warehouse, landing_zone):
         """Moved to a mirror_table that differs only in case: the mirror is taken to see one table."""
         schema = project.test_schema
         set_source(warehouse, schema, "select * from values (1, 'a') as t(id, name)")
-        assert run_dbt(["run"])[0].adapter_response["warnings"] == []
-        [moved] = run_dbt(["run", "--vars", "{table: orders}"])
-        assert moved.status == "warn"
-        assert any(
-            f"{schema}.schema/orders and {schema}.schema/Orders differ only in case" in w
-            for w in moved.adapter_response["warnings"]
-        ), moved.adapter_response["warnings"]
-        # A name that differs otherwise is only a move.
-        [other] = run_dbt(["run", "--vars", "{table: Order5}"])
-        assert not any("differ only in case" in w for w in other.adapter_response["warnings"])
-        assert any("the snapshot was published to" in w for w in other.adapter_response["warnings"])
+        run_dbt(["run"])
+        before = tree_digest(landing_zone)
+        [refused] = run_dbt(["run", "--vars", "{table: orders}"], expect_pass=False)
+        assert f"{schema}.schema/orders and {schema}.schema/Orders differ only in case" in refused.message
+        assert "Nothing was published" in refused.message and "delete that folder" in refused.message
+        assert tree_digest(landing_zone) == before
+        # The old spelling deleted, as the message says: the new one loads in full.
+        shutil.rmtree(landing_zone / f"{schema}.schema" / "Orders")
+        assert run_dbt(["run", "--vars", "{table: orders}"])[0].adapter_response["mode"] == "initial"
+        assert_mirror_equals(warehouse, landing_zone / f"{schema}.schema" / "orders", f"select * from {schema}.src")
 
 
 class TestColumnSpelling:

@@ -110,6 +110,20 @@ def test_a_run_that_cannot_be_published_stops_the_table_and_says_what_to_do(tmp_
     assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
 
 
+def test_a_full_load_into_a_folder_spelled_like_another_stops_that_table_only(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    stage_run(tmp_path, "run-b", 2, FIRST, load="full", table_folder="Sales.schema/Orders", model="orders2")
+    stage_run(tmp_path, "run-c", 3, FIRST, load="full", table_folder="sales.schema/other", model="other")
+    before = tree_digest(tmp_path / "sales.schema" / "orders")
+    with pytest.raises(PublishError) as failure:
+        _publish(tmp_path)
+    assert "Sales.schema/Orders and sales.schema/orders differ only in case" in failure.value.msg
+    assert not (tmp_path / "Sales.schema").exists()
+    assert tree_digest(tmp_path / "sales.schema" / "orders") == before
+    assert replay(tmp_path / "sales.schema" / "other") == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
 def test_a_deleted_journal_is_named_when_it_stops_the_table(tmp_path):
     stage_run(tmp_path, "run-a", 1, FIRST, load="full")
     _publish(tmp_path)

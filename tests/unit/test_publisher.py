@@ -454,15 +454,18 @@ def test_status_says_what_a_deleted_journal_stops(storage, capsys):
     assert "`dbt-openmirror publish` of any run but a --full-refresh, refuse it" in out
 
 
-def test_a_new_folder_names_the_folder_the_mirror_would_take_for_it(storage):
+def test_a_new_folder_the_mirror_would_take_for_another_is_refused(storage):
     stage(storage, 1)
     publish(storage, 1)  # s.schema/t
     publisher = Publisher(storage)
-    assert publisher.table_state("S.schema/T").spelled_alike == TABLE
-    assert publisher.table_state("s.schema/t2").spelled_alike is None
-    assert publisher.table_state(TABLE).spelled_alike is None  # it exists
+    with pytest.raises(PublishError) as refused:
+        publisher.check_new_folder_name("S.schema/T", "m")
+    assert "Model 'm':" in refused.value.msg and "S.schema/T and s.schema/t differ only in case" in refused.value.msg
+    assert "Nothing was published" in refused.value.msg
+    publisher.check_new_folder_name("s.schema/t2", "m")
     (storage.root / "S.schema" / "T").mkdir(parents=True)  # an empty folder is no table
-    assert publisher.table_state("s.schema/T").spelled_alike == TABLE
+    with pytest.raises(PublishError, match="s.schema/T and s.schema/t differ"):
+        publisher.check_new_folder_name("s.schema/T", "m")
 
 
 def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):

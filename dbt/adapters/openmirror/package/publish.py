@@ -39,7 +39,6 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     SCHEMA_FOLDER_SUFFIX,
     folder_name_problem,
     scratch_path,
-    spelled_alike_problem,
 )
 from dbt.adapters.openmirror.rules.markers import KNOWN_MARKERS
 from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
@@ -480,8 +479,8 @@ class PackagePublisher:
             self.publisher.discard(run.staged_folder)  # the commit may have stopped before this
             return None
         state = self.publisher.table_state(folder)
-        if state.spelled_alike is not None:
-            self.log(f"warning: {run.describe()}: {spelled_alike_problem(folder, state.spelled_alike)}")
+        if not state.exists:
+            self.publisher.check_new_folder_name(folder, run.model)
         if run.load != FULL:
             last = record.run_id if record is not None else None
             if not state.exists or run.base_run_id != last:

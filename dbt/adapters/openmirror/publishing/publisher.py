@@ -46,6 +46,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     partner_events_json,
     scratch_path,
     spelled_alike,
+    spelled_alike_problem,
     table_metadata,
 )
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER, count_markers, describe_markers
@@ -197,9 +198,6 @@ class TableFolderState:
     owner: str | None = None
     #: Our record (PUBLISH_RECORD_FILE) is in the folder: without it, nothing says whose its files are.
     journaled: bool = True
-    #: A folder that does not exist yet: another one whose table the mirror would take for its own
-    #: (names differing only in case or Unicode form, `rules/landing_zone.service_name`).
-    spelled_alike: str | None = None
 
     def unjournaled_files(self) -> str | None:
         """What the folder holds that no journal of ours accounts for, as a message's predicate
@@ -265,6 +263,19 @@ class Publisher:
             ) from exc
         return record
 
+    def check_new_folder_name(self, table_folder: str, model: str) -> None:
+        """Before the first file of a table folder that does not exist: no other folder may feed
+        the table the mirror would make of it (a full load of one would wait for the other for
+        good, and incremental files would follow the other's listing)."""
+        other = spelled_alike(self.storage, table_folder)
+        if other is not None:
+            raise PublishError(
+                f"Model '{model}': {self.storage.location}/{spelled_alike_problem(table_folder, other)}. "
+                f"Nothing was published. If {other} is an old spelling of this table, delete that folder "
+                "(its mirrored table goes) and run again; otherwise give the model another mirror_table "
+                "or mirror_schema."
+            )
+
     def published_names(self, table_folder: str) -> set[str]:
         """Names in the table folder and in the folders the service moves processed files to."""
         return self._listed_names(table_folder)[1]
@@ -282,8 +293,7 @@ class Publisher:
     def table_state(self, table_folder: str) -> TableFolderState:
         waiting, names = self._listed_names(table_folder)
         if not waiting:
-            twin = spelled_alike(self.storage, table_folder)
-            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0, spelled_alike=twin)
+            return TableFolderState(exists=False, key_columns=None, last_sequence_number=0)
         text = self.storage.read_text(f"{table_folder}/{METADATA_FILE}")
         where = f"{self.storage.location}/{table_folder}/{METADATA_FILE}"
         metadata = table_metadata(text, where) if text is not None else None

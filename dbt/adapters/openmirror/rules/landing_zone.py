@@ -156,12 +156,12 @@ def spelled_alike(storage: "LandingZoneStorage", table_folder: str) -> str | Non
 
 
 def spelled_alike_problem(table_folder: str, other: str) -> str:
-    """Why publishing `table_folder` beside `other` (`spelled_alike`) is not safe."""
+    """Why `table_folder` and `other` (`spelled_alike`) cannot both be published."""
     return (
         f"{table_folder} and {other} differ only in case or Unicode form, which the mirrored database "
         "is taken not to tell apart (its SQL endpoint and Spark compare table names without case; the "
-        "documentation does not say): both may feed one table, and a rebuild of one waits until the "
-        "service drops the other. Publish under one spelling and delete the other folder"
+        "documentation does not say): both would feed one table, and a full load of one waits until the "
+        "service no longer lists the other"
     )
 
 

@@ -50,7 +50,7 @@ from dbt.adapters.openmirror.publishing.publisher import PendingPublish, Publish
 from dbt.adapters.openmirror.publishing.recovery import Recovery
 from dbt.adapters.openmirror.publishing.sequence import CrashedRunOutput, PublishSequence
 from dbt.adapters.openmirror.publishing.staging import Staging, discard_local, land_staged_files, start_staging
-from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_path, spelled_alike_problem
+from dbt.adapters.openmirror.rules.landing_zone import data_file_name, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE
 from dbt.adapters.openmirror.run.config import AFTER_TESTS, IGNORE, MirrorConfig
 from dbt.adapters.openmirror.run.context import RunContext
@@ -575,6 +575,8 @@ class MirrorRun:
         new_columns: list[ColumnSpec],
     ) -> RunPlan:
         mirror = self.mirror
+        if not state.exists:
+            self.context.publisher.check_new_folder_name(mirror.table_folder, mirror.model)
         plan = plan_run(
             self._destination(str(self.relations.target)),
             key_columns,
@@ -588,8 +590,6 @@ class MirrorRun:
         if plan.unexpected:
             action = "rebuilding" if plan.mode == REBUILD else "loading in full"
             self._warn(f"Model '{mirror.model}': {action} {mirror.table_folder}: {plan.reason}")
-        if state.spelled_alike is not None:
-            self._warn(f"Model '{mirror.model}': {spelled_alike_problem(mirror.table_folder, state.spelled_alike)}")
         self._warn_respelled(plan)
         return plan
 
