@@ -15,7 +15,7 @@ a staged run was deleted), and only a `--full-refresh` of the model can bring th
 import json
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -245,8 +245,7 @@ def _final_name(run_id: str, state: str) -> str:
 def record_final(storage: LandingZoneStorage, run: StagedRun, state: str) -> None:
     """Append the run's last row (`published` or `superseded`) to the manifest table: uploaded
     under a hidden name of this writer's, then renamed create-only, so Spark never reads a
-    partial file and a retry (or another publisher) adds nothing; then the uploads of attempts
-    that stopped before their rename are deleted."""
+    partial file and a retry (or another publisher) adds nothing."""
     name = _final_name(run.run_id, state)
     hidden = f"{MANIFEST_FOLDER}/_{name}.{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix="dbt-openmirror-") as local:
@@ -257,10 +256,16 @@ def record_final(storage: LandingZoneStorage, run: StagedRun, state: str) -> Non
         storage.rename_create_only(hidden, f"{MANIFEST_FOLDER}/{name}")
     except TargetExistsError:
         storage.delete_file(hidden)
-    # The row is in: an earlier attempt that stopped between its upload and its rename left a copy.
-    for leftover in storage.list_names(MANIFEST_FOLDER):
-        if leftover.startswith(f"_{name}."):
-            storage.delete_file(f"{MANIFEST_FOLDER}/{leftover}")
+
+
+def sweep_uploads(storage: LandingZoneStorage, runs: Sequence[StagedRun]) -> None:
+    """Delete what attempts of `record_final` that stopped between their upload and their rename
+    left of these runs' final rows, once the row is in (one listing of the manifest folder)."""
+    names = storage.list_names(MANIFEST_FOLDER)
+    finals = {_final_name(r.run_id, state) for r in runs for state in _FINAL_STATES} & set(names)
+    for name in names:
+        if name.startswith("_") and name[1:].rpartition(".")[0] in finals:
+            storage.delete_file(f"{MANIFEST_FOLDER}/{name}")
 
 
 def _message(exc: Exception) -> str:
@@ -400,20 +405,21 @@ class PackagePublisher:
         try:
             # Another publisher may have published some of them since the manifest was read.
             done = set(self.storage.list_names(MANIFEST_FOLDER))
-            runs = [r for r in runs if not any(_final_name(r.run_id, state) in done for state in _FINAL_STATES)]
-            self._finish_interrupted(table_folder, runs, fence)
+            waiting = [r for r in runs if not any(_final_name(r.run_id, state) in done for state in _FINAL_STATES)]
+            self._finish_interrupted(table_folder, waiting, fence)
             published = []
             # A full load holds the whole table: the runs staged before the last one are moot.
-            last_full = max((i for i, r in enumerate(runs) if r.load == FULL), default=0)
-            for index, run in enumerate(runs):
+            last_full = max((i for i, r in enumerate(waiting) if r.load == FULL), default=0)
+            for index, run in enumerate(waiting):
                 if index < last_full and not self._published_last(run):
-                    self._supersede(run, runs[last_full], fence)
+                    self._supersede(run, waiting[last_full], fence)
                     continue
                 names = self._publish_run(run, fence)
                 record_final(self.storage, run, PUBLISHED)
                 if names is not None:
                     published.append(PublishedRun(run, names))
                     self.log(published[-1].describe())
+            sweep_uploads(self.storage, runs)
             return published
         except (OpenMirrorError, OSError):
             fence.check()  # a publisher that lost its lease says so, whatever failed
