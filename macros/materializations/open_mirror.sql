@@ -19,7 +19,7 @@
   {#- The configs are read and checked in Python (run/config.py), from dbt's `config` itself. -#}
   {%- set run = adapter.openmirror_start(
       model.name, model.unique_id, this, config, model.unrendered_config,
-      should_full_refresh(), var('openmirror_dry_run', false), flags.EMPTY, graph, selected_resources) -%}
+      should_full_refresh(), var('openmirror_dry_run', false), flags.EMPTY, graph, openmirror_selection()) -%}
   {%- set new_relation = run.relations.new_output -%}
 
   {%- set existing_relation = load_cached_relation(this) -%}

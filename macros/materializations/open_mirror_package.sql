@@ -29,7 +29,7 @@
   {#- A change held for tests this invocation does not run could never be published: only reported. -#}
   {%- set unaudited = none -%}
   {%- if held and not (dry_run or flags.EMPTY) -%}
-    {%- set unaudited = om.openmirror_unaudited_reason(model.unique_id, graph.nodes, selected_resources) -%}
+    {%- set unaudited = om.openmirror_unaudited_reason(model.unique_id, graph.nodes, om.openmirror_selection()) -%}
   {%- endif -%}
   {%- if unaudited -%}
     {%- do exceptions.warn("Model '" ~ model.name ~ "': " ~ unaudited) -%}

@@ -27,6 +27,13 @@
   }) }}
 {%- endmacro -%}
 
+{#- What this invocation selected, for openmirror_unaudited_reason: dbt retry leaves dbt's
+    `selected_resources` unset (or as an earlier invocation of the process left it), so there it
+    tells nothing. -#}
+{%- macro openmirror_selection() -%}
+  {{ return([] if flags.WHICH == 'retry' else selected_resources) }}
+{%- endmacro -%}
+
 {#- audit.unaudited_reason in Jinja (the same cases test both): why a held change could not be
     published in this invocation, known before the model runs; none when it could. -#}
 {%- macro openmirror_unaudited_reason(model_id, nodes, selected) -%}
@@ -40,9 +47,9 @@
   {%- endfor -%}
   {%- if not not_selected -%}{{ return(none) }}{%- endif -%}
   {{ return("publish='after_tests' publishes a change only when its tests pass in the same invocation, and "
-      ~ "this invocation does not run " ~ not_selected | join(', ') ~ " (dbt run runs no tests): nothing was "
-      ~ "published, and the run reports what it would publish, as a dry run does. Run the model with "
-      ~ "its tests (dbt build)") }}
+      ~ "this invocation does not run " ~ not_selected | join(', ') ~ " (dbt run selects none): nothing was "
+      ~ "published, and the run reports what it would publish, as a dry run does. Select its tests with "
+      ~ "the model (dbt build, without excluding them or narrowing --indirect-selection)") }}
 {%- endmacro -%}
 
 {#- {'publish': bool, 'reason': text}: audit.verdict in Jinja (the same cases test both). -#}

@@ -1027,3 +1027,10 @@ def test_unaudited_reason_agrees(package, model, selected):
     assert package.openmirror_unaudited_reason(model, AUDIT_NODES, selected) == python
     expect_reason = model == AUDIT_MODEL and selected and "test.shop.relationships_orders" not in selected
     assert (python is not None) == bool(expect_reason)
+
+
+@pytest.mark.parametrize("command, expected", [("build", ["model.shop.orders"]), ("retry", [])])
+def test_a_retry_decides_nothing_from_the_selection(command, expected):
+    """dbt retry leaves `selected_resources` as the process last set it (or empty)."""
+    macros = PackageMacros(flags=SimpleNamespace(WHICH=command), selected_resources=["model.shop.orders"])
+    assert macros.openmirror_selection() == expected

@@ -240,6 +240,23 @@ def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, caps
     assert capsys.readouterr().err.count("holds the changes since run gone") == 2
 
 
+def test_watch_waits_for_a_landing_zone_spark_has_not_written_yet(tmp_path, monkeypatch, capsys):
+    landing_zone = tmp_path / "lz"
+    polls = []
+
+    def between_polls(seconds):
+        polls.append(seconds)
+        if len(polls) == 1:
+            stage_run(landing_zone, "run-a", 1, FIRST, load="full")  # the first job writes it
+        else:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("dbt.adapters.openmirror.tools.cli._pause", between_polls)
+    assert main(["publish", str(landing_zone), "--watch", "--interval", "5"]) == 0
+    assert capsys.readouterr().out.count("does not exist yet; watching it") == 1
+    assert replay(landing_zone / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+
+
 # -- the manifest is data: every field of a row is checked before anything is done with it ------
 
 

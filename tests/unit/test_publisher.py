@@ -451,7 +451,7 @@ def test_status_says_what_a_deleted_journal_stops(storage, capsys):
     assert main(["status", str(storage.root)]) == 0
     out = capsys.readouterr().out
     assert "holds files up to 00000000000000000001.parquet, and no journal of dbt-openmirror" in out
-    assert "`dbt-openmirror publish` of any run but a --full-refresh, refuse it" in out
+    assert "a dbt run that would rebuild the table refuses it, as does `dbt-openmirror publish`" in out
 
 
 def test_a_new_folder_the_mirror_would_take_for_another_is_refused(storage):

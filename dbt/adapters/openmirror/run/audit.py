@@ -72,9 +72,9 @@ def unaudited_reason(model_id: str, nodes: Mapping[str, Any], selected: Collecti
         return None
     return (
         f"publish='after_tests' publishes a change only when its tests pass in the same invocation, and "
-        f"this invocation does not run {', '.join(not_selected)} (dbt run runs no tests): nothing was "
-        "published, and the run reports what it would publish, as a dry run does. Run the model with "
-        "its tests (dbt build)"
+        f"this invocation does not run {', '.join(not_selected)} (dbt run selects none): nothing was "
+        "published, and the run reports what it would publish, as a dry run does. Select its tests with "
+        "the model (dbt build, without excluding them or narrowing --indirect-selection)"
     )
 
 

@@ -56,8 +56,10 @@ def _pause(seconds: float) -> None:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    # Once, a mistyped path is an error; a watcher may start before Spark first writes the folder.
+    storage = _landing_zone(args) if args.watch else _existing_landing_zone(args)
     publisher = PackagePublisher(
-        _existing_landing_zone(args),
+        storage,
         lease_wait_seconds=args.lease_wait_seconds,
         rebuild_wait_seconds=args.rebuild_wait_seconds,
         log=lambda line: print(line, flush=True),
@@ -67,8 +69,12 @@ def _publish(args: argparse.Namespace) -> int:
         print(f"published {len(published)} staged runs", flush=True)
         return 0
     stop_handler = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
+    said_missing = False
     try:
         while True:
+            if not said_missing and not storage.exists(""):
+                print(f"the landing zone {storage.location} does not exist yet; watching it", flush=True)
+                said_missing = True
             try:
                 publisher.publish()
             except Exception as exc:  # a failing table or a storage outage: retried at the next poll
@@ -187,8 +193,8 @@ def _publisher_notes(leases: LeaseManager, folder: str, state: TableFolderState)
     unjournaled = state.unjournaled_files()
     if unjournaled:
         notes.append(
-            f"the folder {unjournaled}: a dbt run that would rebuild the table, and `dbt-openmirror "
-            "publish` of any run but a --full-refresh, refuse it; `dbt run --full-refresh` takes it over"
+            f"the folder {unjournaled}: a dbt run that would rebuild the table refuses it, as does "
+            "`dbt-openmirror publish` of any run but a --full-refresh"
         )
     if state.pending is not None:
         notes.append(
@@ -217,7 +223,7 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
             "(it is not accepted on the command line)"
         )
     publisher = PackagePublisher(
-        _existing_landing_zone(args),
+        _landing_zone(args),  # it may start before Spark first writes the folder
         rebuild_wait_seconds=args.rebuild_wait_seconds,
         log=logging.getLogger("dbt-openmirror").info,
     )
@@ -270,11 +276,11 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _interval(text: str) -> float:
-    """Seconds between two polls: more than 0, or a watch would poll without pause."""
+def _positive_seconds(text: str) -> float:
+    """A duration that 0 would defeat (a poll without pause, a webhook refusing every event)."""
     value = _seconds(text)
     if value == 0:
-        raise argparse.ArgumentTypeError("0 would poll without a pause; give more than 0 seconds")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds more than 0")
     return value
 
 
@@ -295,7 +301,7 @@ def parser() -> argparse.ArgumentParser:
     _landing_zone_arguments(replay)
     replay.add_argument("--target", required=True, help="folder of the local mirrored database")
     replay.add_argument("--watch", action="store_true", help="keep polling every --interval seconds until stopped")
-    replay.add_argument("--interval", type=_interval, default=5.0, help="seconds between polls with --watch")
+    replay.add_argument("--interval", type=_positive_seconds, default=5.0, help="seconds between polls with --watch")
     replay.set_defaults(run=_replay)
     check = commands.add_parser("validate", help="check a landing zone against the spec (read-only)")
     _landing_zone_arguments(check)
@@ -303,7 +309,7 @@ def parser() -> argparse.ArgumentParser:
     publish = commands.add_parser("publish", help="publish the runs package mode staged, in order, exactly once")
     _landing_zone_arguments(publish)
     publish.add_argument("--watch", action="store_true", help="keep publishing every --interval seconds")
-    publish.add_argument("--interval", type=_interval, default=60.0, help="seconds between polls with --watch")
+    publish.add_argument("--interval", type=_positive_seconds, default=60.0, help="seconds between polls with --watch")
     publish.add_argument(
         "--lease-wait-seconds",
         type=_seconds,
@@ -335,7 +341,7 @@ def parser() -> argparse.ArgumentParser:
     )
     webhook.add_argument(
         "--max-age-seconds",
-        type=_seconds,
+        type=_positive_seconds,
         default=DEFAULT_MAX_AGE_SECONDS,
         help=f"refuse events whose timestamp is further from now (default {DEFAULT_MAX_AGE_SECONDS})",
     )
