@@ -13,7 +13,7 @@ import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 from pyspark.sql import SparkSession
 
-from tests.support.audited_models import AUDITED, AUDITED_TESTS
+from tests.support.audited_models import AUDITED, AUDITED_TESTS, ORDERS_TESTS, SCHEMA_HEADER
 from tests.support.mirror import (
     assert_mirror_equals,
     file_markers,
@@ -182,17 +182,15 @@ select id from {{ ref('orders') }} union all select 3 as id
 
 
 # One of orders' tests reads zz_duplicated too, so it runs after zz_duplicated failed, if at all.
-TESTS_AFTER_ZZ = """
-version: 2
-models:
-  - name: orders
-    columns:
-      - name: amount
-        tests: [not_null]
+TESTS_AFTER_ZZ = (
+    SCHEMA_HEADER
+    + ORDERS_TESTS
+    + """
       - name: id
         tests:
           - relationships: {to: ref('zz_duplicated'), field: id}
 """
+)
 
 
 class TestWriteAuditPublishFailFast:

@@ -5,15 +5,23 @@ AUDITED = """
 {{ config(materialized='open_mirror', unique_key='id', publish='after_tests') }}
 select * from {{ target.schema }}.src_{{ this.identifier }}
 """
-AUDITED_TESTS = """
+SCHEMA_HEADER = """
 version: 2
 models:
+"""
+ORDERS_TESTS = """
   - name: orders
     columns:
       - name: amount
         tests: [not_null]
+"""
+AUDITED_TESTS = (
+    SCHEMA_HEADER
+    + ORDERS_TESTS
+    + """
   - name: payments
     columns:
       - name: amount
         tests: [not_null]
 """
+)
