@@ -8,10 +8,18 @@
 {%- macro openmirror_overlay_deleted() -%}`__openmirror_deleted`{%- endmacro -%}
 {%- macro openmirror_overlay_in_base() -%}`__openmirror_in_base`{%- endmacro -%}
 
-{#- The overlay's keys that hide a base row, as a relation to anti-join the base with. -#}
+{#- The overlay's keys that hide a base row, as a relation to anti-join the base with. A NULL bit
+    is an overlay written before the bit, whose view hid the base row of every overlay key. -#}
 {%- macro openmirror_overlay_hiding(overlay) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-(select * from {{ overlay }} where {{ om.openmirror_overlay_in_base() }})
+(select * from {{ overlay }} where coalesce({{ om.openmirror_overlay_in_base() }}, true))
+{%- endmacro -%}
+
+{#- An overlay written before the bit (found by a recovery that makes it the snapshot) gets the
+    column, NULL in every row. -#}
+{%- macro openmirror_add_in_base_sql(overlay) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+alter table {{ overlay }} add columns ({{ om.openmirror_overlay_in_base() }} boolean)
 {%- endmacro -%}
 
 {#- An overlay row's state after the model's columns, from the relation aliased `alias` (the

@@ -7,6 +7,7 @@ from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.planning import overlay
@@ -142,6 +143,49 @@ class TestOverlaidSnapshot(Overlaid):
         self.check_downstream(project, warehouse)
         assert response["mode"] == "incremental" and response["files"] == []
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
+
+
+def rewrite_as_before_the_in_base_bit(table: str) -> None:
+    """`table`, an overlay, as versions before the overlay format `in_base` wrote it: without the
+    column, and without the format in its record."""
+    spark = SparkSession.builder.getOrCreate()
+    rows = spark.sql(f"show tblproperties {table}").collect()
+    properties = {r["key"]: r["value"] for r in rows if r["key"].startswith("openmirror.")}
+    del properties[overlay.OVERLAY_FORMAT]
+    columns = ", ".join(f"`{c}`" for c in spark.table(table).columns if c != overlay.IN_BASE)
+    spark.sql(f"create table {table}_old using parquet as select {columns} from {table}")
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    spark.sql(f"alter table {table}_old set tblproperties ({listed})")
+    spark.sql(f"drop table {table}")
+    spark.sql(f"alter table {table}_old rename to {table}")
+
+
+class TestAnOlderVersionsOverlayLeftHalfPublished(Overlaid):
+    def test_the_recovery_makes_it_the_snapshot(self, project, warehouse, landing_zone, tmp_path, monkeypatch):
+        """A candidate run of a version before the overlay's in_base bit stopped after its files
+        were journaled, before its overlay became the snapshot: the next run rolls it forward."""
+        schema = project.test_schema
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'b', 1, false), (3, 'c', 1, false)")
+        self.publish(project, warehouse, "(1, 'a', 1, false), (2, 'B', 2, false), (4, 'd', 2, false)")
+        promote = MirrorRun._promote_overlay
+
+        def stopped_by_an_older_version(run, slot, key_columns):
+            rewrite_as_before_the_in_base_bit(f"{schema}.orders__om_overlay_{slot}")
+            raise RuntimeError("the older version's run stopped here")
+
+        monkeypatch.setattr(MirrorRun, "_promote_overlay", stopped_by_an_older_version)
+        changed = "(1, 'a', 1, false), (2, 'B2', 3, false), (3, 'c', 3, true), (4, 'd', 2, false)"
+        set_source(warehouse, schema, _source(changed))
+        run_dbt(["run"], expect_pass=False)
+        monkeypatch.setattr(MirrorRun, "_promote_overlay", promote)
+        results, log = run_dbt_and_capture(["run"])
+        assert "Rolling forward" in log
+        self.check(project, warehouse, landing_zone, tmp_path)
+        # That run's own candidates did not trust the older overlay's hashes: merged, a table again.
+        assert self.layers(warehouse, schema)["orders"] == "table"
+        self.publish(project, warehouse, f"{changed}, (5, 'e', 4, false)")
+        self.check(project, warehouse, landing_zone, tmp_path)
+        assert self.layers(warehouse, schema)["orders"] == "view"
 
 
 class TestOverlayLimitAndColumnChanges(Overlaid):

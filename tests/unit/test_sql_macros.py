@@ -1,6 +1,7 @@
 """The macros of macros/sql/ other than the hash diff's (test_hash_diff.py): quoting, the full load,
 the whole-row diff, writing and counting the change files, and the snapshot's table statements."""
 
+from dbt.adapters.openmirror.planning.overlay import IN_BASE
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
 from tests.support.sql_macros import sql_macros
 
@@ -205,3 +206,7 @@ def test_key_lookalikes_fold_case_and_trailing_spaces_of_string_keys_only():
     assert "from s.c c join s.h n on c.`id` = n.`id` and lower(rtrim(c.`code`)) = lower(rtrim(n.`code`))" in joined
     assert "and not (c.`id` <=> n.`id` and c.`code` <=> n.`code`)" in joined
     assert joined.endswith("where c.`__rowMarker__` = 0 limit 1")
+
+
+def test_the_overlay_bit_is_named_alike_in_python_and_sql():
+    assert sql_macros().openmirror_overlay_in_base().strip() == f"`{IN_BASE}`"

@@ -26,6 +26,8 @@ OVERLAY_SLOTS = ("a", "b")
 #: back into a complete table.
 OVERLAY_FORMAT = "openmirror.overlay_format"
 OVERLAY_FORMAT_VERSION = "in_base"
+#: That bit's column (`openmirror_overlay_in_base` in macros/sql/overlay.sql).
+IN_BASE = "__openmirror_in_base"
 #: Largest overlay a candidate run writes, as a share of the base's rows but at least
 #: MIN_OVERLAY_ROWS; past it the run merges the candidates into a complete table. Every reader of
 #: the view anti-joins the base with the overlay, which stays cheap while the overlay is small.

@@ -22,6 +22,7 @@ from dbt.adapters.openmirror.planning.candidates import candidate_runs_after, de
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS
 from dbt.adapters.openmirror.planning.keys import check_key_types, raise_key_problems, resolve_key_columns
 from dbt.adapters.openmirror.planning.overlay import (
+    IN_BASE,
     OVERLAY_FORMAT,
     OVERLAY_FORMAT_VERSION,
     OVERLAY_SLOTS,
@@ -755,6 +756,8 @@ class MirrorRun:
                 catalog.drop(relations.base)
             catalog.rename(existing, relations.base)
         properties = table_properties(statements, overlay)
+        if all(c.name.lower() != IN_BASE for c in catalog.columns(overlay)):  # written by an older version
+            statements.execute("openmirror_add_in_base_sql", overlay=str(overlay))
         columns = model_columns(catalog, overlay)
         statements.execute(
             "openmirror_overlay_view_sql",
