@@ -7,8 +7,8 @@ from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
 from dbt.tests.util import run_dbt, run_dbt_and_capture
+from pyspark.sql import SparkSession
 
 from dbt.adapters.openmirror.planning import overlay
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
