@@ -386,9 +386,10 @@ class Publisher:
             try:
                 parquet = pq.ParquetFile(handle)
                 schema = parquet.schema_arrow
-                if full_load and schema.get_field_index(ROW_MARKER) < 0:
+                marked = schema.get_field_index(ROW_MARKER) >= 0
+                if full_load and not marked:
                     return StagedFile(path, parquet.metadata.num_rows, {})
-                if schema.get_field_index(ROW_MARKER) < 0 or str(schema.field(ROW_MARKER).type) != "int32":
+                if not marked or str(schema.field(ROW_MARKER).type) != "int32":
                     raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
                 # One thread: see package/publish.py load_manifest.
                 markers = parquet.read(columns=[ROW_MARKER], use_threads=False).column(ROW_MARKER)

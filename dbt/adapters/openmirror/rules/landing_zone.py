@@ -144,7 +144,7 @@ def spelled_alike(storage: "LandingZoneStorage", table_folder: str) -> str | Non
         if name.startswith("_"):
             continue
         if name.endswith(SCHEMA_FOLDER_SUFFIX):
-            if service_name(f"{name}/-")[0] != ours[0]:
+            if comparable(name[: -len(SCHEMA_FOLDER_SUFFIX)]) != ours[0]:
                 continue
             folders = [f"{name}/{table}" for table in storage.list_names(name) if not table.startswith("_")]
         else:

@@ -756,9 +756,10 @@ class MirrorRun:
                 catalog.drop(relations.base)
             catalog.rename(existing, relations.base)
         properties = table_properties(statements, overlay)
-        if all(c.name.lower() != IN_BASE for c in catalog.columns(overlay)):  # written by an older version
+        overlay_columns = catalog.columns(overlay)
+        if all(c.name.lower() != IN_BASE for c in overlay_columns):  # written by an older version
             statements.execute("openmirror_add_in_base_sql", overlay=str(overlay))
-        columns = model_columns(catalog, overlay)
+        columns = model_columns(overlay_columns)
         statements.execute(
             "openmirror_overlay_view_sql",
             target=str(relations.target),

@@ -2,6 +2,7 @@
 macros/sql/overlay.sql): the changed keys among the candidates, then the new overlay and the
 change rows, all at the cost of the candidates (the base is only streamed past their keys)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +42,9 @@ class OverlayRecord:
     signature: str
 
 
-def model_columns(catalog: Catalog, overlay: Any) -> list[ColumnSpec]:
-    """An overlay table's model columns (without its key hashes and deleted flag)."""
-    return [c for c in catalog.columns(overlay) if not c.name.lower().startswith(INTERNAL_PREFIX)]
+def model_columns(overlay_columns: Sequence[ColumnSpec]) -> list[ColumnSpec]:
+    """An overlay table's model columns (without its key hashes, deleted flag and in_base bit)."""
+    return [c for c in overlay_columns if not c.name.lower().startswith(INTERNAL_PREFIX)]
 
 
 def usable_snapshot(catalog: Catalog, relation: Any, record: SnapshotRecord | None) -> bool:

@@ -68,13 +68,11 @@ def _publish(args: argparse.Namespace) -> int:
         published = publisher.publish()
         print(f"published {len(published)} staged runs", flush=True)
         return 0
+    if not storage.exists(""):
+        print(f"the landing zone {storage.location} does not exist yet; watching it", flush=True)
     stop_handler = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
-    said_missing = False
     try:
         while True:
-            if not said_missing and not storage.exists(""):
-                print(f"the landing zone {storage.location} does not exist yet; watching it", flush=True)
-                said_missing = True
             try:
                 publisher.publish()
             except Exception as exc:  # a failing table or a storage outage: retried at the next poll
