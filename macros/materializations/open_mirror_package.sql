@@ -27,10 +27,8 @@
         ~ "to dbt_project.yml. Nothing was staged.") -%}
   {%- endif -%}
   {#- A change held for tests this invocation does not run could never be published: only reported. -#}
-  {%- set unaudited = none -%}
-  {%- if held and not (dry_run or flags.EMPTY) -%}
-    {%- set unaudited = om.openmirror_unaudited_reason(model.unique_id, graph.nodes, om.openmirror_selection()) -%}
-  {%- endif -%}
+  {%- set unaudited = om.openmirror_unaudited_reason(settings.publish, dry_run or flags.EMPTY, model.unique_id,
+                                                      graph.nodes, om.openmirror_selection()) -%}
   {%- if unaudited -%}
     {%- do exceptions.warn("Model '" ~ model.name ~ "': " ~ unaudited) -%}
     {%- set dry_run = true -%}

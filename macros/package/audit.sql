@@ -36,8 +36,8 @@
 
 {#- audit.unaudited_reason in Jinja (the same cases test both): why a held change could not be
     published in this invocation, known before the model runs; none when it could. -#}
-{%- macro openmirror_unaudited_reason(model_id, nodes, selected) -%}
-  {%- if model_id not in selected -%}{{ return(none) }}{%- endif -%}
+{%- macro openmirror_unaudited_reason(publish, reports_only, model_id, nodes, selected) -%}
+  {%- if publish != 'after_tests' or reports_only or model_id not in selected -%}{{ return(none) }}{%- endif -%}
   {%- set not_selected = [] -%}
   {%- for unique_id in nodes | sort -%}
     {%- set node = nodes[unique_id] -%}

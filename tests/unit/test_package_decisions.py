@@ -1021,11 +1021,19 @@ def test_audit_verdict_agrees(package, model, statuses):
     ],
 )
 @pytest.mark.parametrize("model", [AUDIT_MODEL, "model.shop.untested"])
-def test_unaudited_reason_agrees(package, model, selected):
+@pytest.mark.parametrize("publish", ["after_tests", "on_run"])
+@pytest.mark.parametrize("reports_only", [False, True], ids=["publishing", "dry-run-or-empty"])
+def test_unaudited_reason_agrees(package, model, selected, publish, reports_only):
     selected = [*selected, "model.shop.untested"] if selected else selected
-    python = unaudited_reason(model, AUDIT_NODES, selected)
-    assert package.openmirror_unaudited_reason(model, AUDIT_NODES, selected) == python
-    expect_reason = model == AUDIT_MODEL and selected and "test.shop.relationships_orders" not in selected
+    python = unaudited_reason(publish, reports_only, model, AUDIT_NODES, selected)
+    assert package.openmirror_unaudited_reason(publish, reports_only, model, AUDIT_NODES, selected) == python
+    expect_reason = (
+        publish == "after_tests"
+        and not reports_only
+        and model == AUDIT_MODEL
+        and selected
+        and "test.shop.relationships_orders" not in selected
+    )
     assert (python is not None) == bool(expect_reason)
 
 

@@ -28,7 +28,6 @@ from dbt.adapters.openmirror.publishing.mirroring_service import MirroringServic
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.run.audit import require_audit_hook, unaudited_reason
 from dbt.adapters.openmirror.run.config import (
-    AFTER_TESTS,
     ConfigSource,
     MirrorConfig,
     UserSetConfig,
@@ -166,9 +165,7 @@ class OpenMirrorAdapter(SparkAdapter):
         nodes = graph.get("nodes", {})
         require_audit_hook(mirror, nodes)
         asked_for_dry_run = var_flag("openmirror_dry_run", dry_run)
-        unaudited = None
-        if mirror.publish == AFTER_TESTS and not (asked_for_dry_run or empty):
-            unaudited = unaudited_reason(model_id, nodes, selected_resources)
+        unaudited = unaudited_reason(mirror.publish, asked_for_dry_run or empty, model_id, nodes, selected_resources)
         run = MirrorRun(
             self.run_context,
             self.held_changes,

@@ -60,12 +60,15 @@ def verdict(model_id: str, nodes: Mapping[str, Any], results: Iterable[Any]) -> 
     return Verdict(True, f"its {len(tests)} tests passed")
 
 
-def unaudited_reason(model_id: str, nodes: Mapping[str, Any], selected: Collection[str]) -> str | None:
-    """Why a change held for its tests could not be published in this invocation, known before
-    the model runs: some of its tests are not selected (`dbt run` selects none). Such a run only
-    reports what it would publish, as a dry run. None when every test is selected, and when the
-    selection does not name the model itself (then it tells nothing)."""
-    if model_id not in selected:
+def unaudited_reason(
+    publish: str, reports_only: bool, model_id: str, nodes: Mapping[str, Any], selected: Collection[str]
+) -> str | None:
+    """Why a change held for its tests (`publish`) could not be published in this invocation, known
+    before the model runs: some of its tests are not selected (`dbt run` selects none). Such a run
+    only reports what it would publish, as a dry run. None for a run that only reports anyway (a dry
+    run, `--empty`), when every test is selected, and when the selection does not name the model
+    itself (then it tells nothing)."""
+    if publish != AFTER_TESTS or reports_only or model_id not in selected:
         return None
     not_selected = [t for t in model_tests(model_id, nodes) if t not in selected]
     if not not_selected:
