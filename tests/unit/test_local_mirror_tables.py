@@ -113,6 +113,14 @@ def test_null_keys_stop_the_table(lz, mirror):
     assert status.errorCode == "NullKey" and "row 1: key column id is NULL" in status.errorMessage
 
 
+def test_key_columns_are_matched_as_spelled(lz, mirror):
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"ID": [1]}, [0])
+    [status] = mirror.replay()
+    assert (status.errorCode, status.lastAppliedFile) == ("KeyColumnMissing", 0)
+    assert "key columns ['id'] are absent (the file spells id as ID" in status.errorMessage
+
+
 def test_updates_and_deletes_need_a_key_which_may_be_declared_later(lz, mirror):
     declare(lz / "t")
     parquet(lz / "t", 1, {"id": [1, 2], "v": ["a", "b"]})  # a marker-free full load: inserts

@@ -96,6 +96,12 @@ def test_a_good_landing_zone_has_no_findings(tmp_path, table):
             "key columns ['id'] are absent",
         ),
         (
+            lambda t: write(t, 2, {"ID": [3], "__rowMarker__": markers(0)}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "key columns ['id'] are absent (the file spells id as ID: write keyColumns as the columns",
+        ),
+        (
             lambda t: write(t, 2, {"id": [3], "__rowMarker__": pa.array(["0"])}),
             ERROR,
             f"{2:020d}.parquet",

@@ -139,6 +139,23 @@ def schema_problems(schema: pa.Schema) -> list[Problem]:
     return problems
 
 
+def absent_keys(keys: Sequence[str], names: Sequence[str]) -> str | None:
+    """Why a file's columns lack some of `keyColumns`, naming a column that differs only in case:
+    whether the service matches `keyColumns` without case is not documented, so it is not matched."""
+    missing = [k for k in keys if k not in names]
+    if not missing:
+        return None
+    by_lower = {name.lower(): name for name in names}
+    respelled = [f"{k} as {by_lower[k.lower()]}" for k in missing if k.lower() in by_lower]
+    hint = (
+        f" (the file spells {', '.join(respelled)}: write keyColumns as the columns are spelled, since "
+        "whether the service matches them without case is not documented)"
+        if respelled
+        else ""
+    )
+    return f"key columns {missing} are absent{hint}"
+
+
 def parquet_problems(metadata: pq.FileMetaData) -> list[Problem]:
     """What the service refuses in a Parquet file's layout: codecs, INT96 timestamps."""
     problems: dict[str, Problem] = {}

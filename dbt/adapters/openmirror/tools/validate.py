@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, staged_runs
 from dbt.adapters.openmirror.rules.column_rules import (
     TableColumns,
+    absent_keys,
     first_null,
     first_true,
     parquet_problems,
@@ -320,9 +321,9 @@ class LandingZoneValidator:
                 )
             if names[-1] != ROW_MARKER:
                 self._add(WARNING, path, f"{ROW_MARKER} is not the last column, as the current documentation asks")
-        missing = [k for k in keys if k not in names]
+        missing = absent_keys(keys, names)
         if missing:
-            self._add(ERROR, path, f"key columns {missing} are absent")
+            self._add(ERROR, path, missing)
         return not changes and not missing
 
     def _rows(

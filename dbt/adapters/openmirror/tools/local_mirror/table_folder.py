@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.rules.column_rules import (
     TableColumns,
+    absent_keys,
     conformed,
     first_null,
     parquet_problems,
@@ -257,9 +258,9 @@ class TableFolderReplay:
             rows = with_markers(rows, UPSERT if metadata.upsert_default else INSERT, keyed=bool(keys))
         except ValueError as exc:
             raise TableStopped("InvalidRowMarker", f"{name} {exc}") from exc
-        missing = [k for k in keys if k not in rows.column_names]
+        missing = absent_keys(keys, rows.column_names)
         if missing:
-            raise TableStopped("KeyColumnMissing", f"{name}: key columns {missing} are absent")
+            raise TableStopped("KeyColumnMissing", f"{name}: {missing}")
         null = first_null(rows, keys)
         if null is not None:
             raise TableStopped("NullKey", f"{name} row {null[1]}: key column {null[0]} is NULL")
