@@ -149,9 +149,9 @@
   {%- endif -%}
 
   {#- 3. Spark stages the change rows where the mirror does not look; the manifest records them. -#}
-  {%- call statement('parquet_timestamps') -%}
-    set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
-  {%- endcall -%}
+  {%- for key, value in constants.parquet_write_settings.items() -%}
+    {%- call statement('parquet_write_settings') -%}{{ om.openmirror_spark_setting_sql(key, value) }}{%- endcall -%}
+  {%- endfor -%}
   {%- call statement('stage_change_rows') -%}
     {{ om.openmirror_write_files_sql(settings.landing_zone ~ '/' ~ staged_folder, change_rows,
         settings.parquet_compression, settings.max_rows_per_file, writers, shuffle) }}

@@ -43,9 +43,15 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set reserved = om.openmirror_constants().reserved -%}
   {%- set unpublishable = om.openmirror_constants().unpublishable_types -%}
+  {%- set spelled = {} -%}
   {%- for spec in specs -%}
     {%- set type_word = modules.re.split(unpublishable.type_word, spec.data_type | trim | lower, 1)[0] -%}
-    {%- if spec.name | lower == reserved.row_marker_lower -%}
+    {%- set other = spelled.get(spec.name | lower) -%}
+    {%- do spelled.update({spec.name | lower: other if other is not none else spec.name}) -%}
+    {%- if other is not none -%}
+      {%- do om.openmirror_fail("the output has columns '" ~ other ~ "' and '" ~ spec.name ~ "', named alike but "
+          ~ "for case: the mirror's column names are case-insensitive, so one table cannot hold both. Rename one in the model.") -%}
+    {%- elif spec.name | lower == reserved.row_marker_lower -%}
       {%- do om.openmirror_fail("the output has a column '" ~ spec.name ~ "'. The mirror reads " ~ reserved.row_marker
           ~ " (in any letter case) as the row marker that dbt-openmirror writes itself; rename the column in the model.") -%}
     {%- elif (spec.name | lower).startswith(reserved.internal_prefix) -%}

@@ -15,7 +15,7 @@ show tblproperties {{ relation }}
 set spark.master
 {%- endmacro -%}
 
-{#- Spark writes INT96 timestamps to Parquet unless told otherwise; the mirror reads microseconds. -#}
-{%- macro openmirror_parquet_timestamps_sql() -%}
-set spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
+{#- One of the settings Spark writes the mirror's Parquet files with (spark/parquet_writes.py). -#}
+{%- macro openmirror_spark_setting_sql(key, value) -%}
+set {{ key }}={{ value }}
 {%- endmacro -%}

@@ -52,13 +52,18 @@ class TestDataTypes:
     def models(self):
         return {
             "typed.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
-            "select * from {{ target.schema }}.src"
+            "select * from {{ target.schema }}.src",
+            # A hook (or a cluster's defaults) asking for the legacy calendar would shift old dates.
+            "old_dates.sql": "{{ config(materialized='open_mirror', unique_key='id', pre_hook="
+            "'set spark.sql.parquet.datetimeRebaseModeInWrite=LEGACY') }}\n"
+            "select * from values (1, date'0001-01-01', timestamp'1582-10-04 12:00:00.000001'), "
+            "(2, date'1582-10-15', timestamp'1900-01-01 00:00:00') as t(id, d, at)",
         }
 
     def test_types_reach_the_mirror_intact(self, project, warehouse, landing_zone, tmp_path):
         schema = project.test_schema
         set_source(warehouse, schema, TYPED_ROWS)
-        run_dbt(["run"])
+        run_dbt(["run", "--select", "typed"])
         folder = table_folder(landing_zone, schema, "typed")
         columns = warehouse.columns(f"{schema}.src")
         as_published = ", ".join(f"to_json(`{c}`) as `{c}`" if c in COMPLEX else f"`{c}`" for c in columns)
@@ -89,15 +94,23 @@ class TestDataTypes:
         physical = pq.ParquetFile(data_files(folder)[0]).schema
         assert physical.column(parquet_schema.get_field_index("at")).physical_type == "INT64"
 
+    def test_dates_before_the_gregorian_calendar_are_written_as_they_are(self, project, warehouse, landing_zone):
+        run_dbt(["run", "--select", "old_dates"])
+        folder = table_folder(landing_zone, project.test_schema, "old_dates")
+        assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.old_dates")
+        [rows] = [pq.read_table(f).to_pylist() for f in data_files(folder)]
+        assert str(min(r["d"] for r in rows)) == "0001-01-01"
+        assert findings_for(landing_zone, folder) == []
+
     def test_changed_complex_values_are_updates(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "typed")
         set_source(warehouse, schema, TYPED_ROWS)  # the same rows in new files: the run compares them
-        [result] = run_dbt(["run"])
+        [result] = run_dbt(["run", "--select", "typed"])
         assert "inputs unchanged" not in result.adapter_response["_message"]
         assert len(file_markers(folder)) == 1, "unchanged struct, array and map values are no change"
         set_source(warehouse, schema, TYPED_ROWS.replace("array(id, id + 1)", "array(id, if(id = 2, 0, id + 1))"))
-        run_dbt(["run"])
+        run_dbt(["run", "--select", "typed"])
         assert file_markers(folder)[-1] == [1]
         assert pq.read_table(data_files(folder)[-1]).to_pylist()[0]["tags"] == "[2,0]"
 

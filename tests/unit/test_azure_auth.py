@@ -52,6 +52,14 @@ def test_cli_and_the_default_chain():
         ({"auth": "service_principal", "tenant_id": TENANT}, "needs client_id, client_secret"),
         ({"landing_zone_auth": "password"}, "not a OneLake sign-in method"),
         ({"spark_staging": "sometimes"}, "spark_staging 'sometimes' must be one of auto, direct, upload"),
+        (
+            {"server_side_parameters": {"spark.sql.parquet.outputTimestampType": "INT96"}},
+            r"sets spark.sql.parquet.outputTimestampType=INT96 \(the mirror's files need TIMESTAMP_MICROS\)",
+        ),
+        (
+            {"server_side_parameters": {"spark.sql.parquet.datetimeRebaseModeInWrite": "LEGACY"}},
+            "datetimeRebaseModeInWrite=LEGACY .*Remove it from the profile",
+        ),
     ],
 )
 def test_profile_mistakes_are_named(fields, message):
@@ -86,3 +94,9 @@ def test_local_landing_zones_show_no_onelake_fields(tmp_path):
     local = _credentials(landing_zone=str(tmp_path))
     assert "landing_zone_auth" not in local._connection_keys()
     assert local.landing_zone == str(tmp_path)
+
+
+def test_profile_settings_the_adapter_needs_may_be_spelled_as_it_sets_them():
+    parameters = {"spark.sql.parquet.outputTimestampType": "timestamp_micros"}
+    kept = _credentials(server_side_parameters=parameters).server_side_parameters
+    assert kept["spark.sql.parquet.outputTimestampType"] == "timestamp_micros"

@@ -468,6 +468,8 @@ KEY_CASES = [
     (["id"], [("id", "int"), ("v", "variant")]),
     (["id"], [("id", "int"), ("v", "geometry(4326)")]),
     (["id"], [("id", "int"), ("v", "timestamp"), ("w", "timestamp_ntz"), ("x", "array<interval day>")]),
+    (["id"], [("id", "int"), ("Val", "int"), ("val", "int")]),  # spark.sql.caseSensitive=true
+    (["id"], [("ID", "int"), ("id", "int")]),
 ]
 
 

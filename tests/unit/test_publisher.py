@@ -131,6 +131,32 @@ def test_row_count_mismatch_and_bad_marker_type(storage):
     assert not (storage.root / TABLE).exists()
 
 
+@pytest.mark.parametrize(
+    "written, problem",
+    [
+        ({"ts": pa.array([1], pa.timestamp("ms", tz="UTC"))}, "column ts holds timestamps in ms, not microseconds"),
+        ({"ts": pa.array([1], pa.timestamp("ns"))}, "column ts holds timestamps in ns"),
+        (
+            pa.schema([("d", pa.date32())], metadata={"org.apache.spark.legacyDateTime": ""}),
+            "rebased to Spark's legacy calendar",
+        ),
+    ],
+)
+def test_staged_files_spark_wrote_with_other_settings_are_not_published(storage, written, problem):
+    """A hook or a cluster's defaults can change how Spark writes after the adapter set it."""
+    folder = storage.root / scratch_path("run-1")
+    folder.mkdir(parents=True)
+    if isinstance(written, pa.Schema):
+        table = pa.table({"d": pa.array([0], pa.date32())}, schema=written)
+    else:
+        table = pa.table(written)
+    table = table.append_column("id", pa.array([1])).append_column("__rowMarker__", pa.array([0], pa.int32()))
+    pq.write_table(table, folder / "part-00000-x.parquet", coerce_timestamps=None, allow_truncated_timestamps=True)
+    with pytest.raises(PublishError, match=problem):
+        publish(storage, 1)
+    assert not (storage.root / TABLE).exists()
+
+
 def test_a_full_load_may_be_marker_free_a_change_file_may_not(storage):
     stage(storage, 2, marker_type=None)
     assert publish(storage, 2).names == ["00000000000000000001.parquet"]

@@ -4,6 +4,7 @@ from dbt.adapters.spark.connections import SparkCredentials
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.publishing.staging import STAGING_MODES
+from dbt.adapters.openmirror.spark.parquet_writes import conflicting_settings
 from dbt.adapters.openmirror.storage import canonical_landing_zone
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
 from dbt.adapters.openmirror.storage.location import is_remote
@@ -38,6 +39,12 @@ class OpenMirrorCredentials(SparkCredentials):
             )
         # Fail at load time, with the reason, rather than halfway through a run.
         self.landing_zone = canonical_landing_zone(self.landing_zone)
+        conflicting = conflicting_settings(self.server_side_parameters or {})
+        if conflicting:
+            raise LandingZoneConfigError(
+                f"server_side_parameters sets {'; '.join(conflicting)}: dbt-openmirror sets it itself before it "
+                "writes files, and dbt-spark would apply the profile's value over it. Remove it from the profile"
+            )
         if self.spark_staging not in STAGING_MODES:
             raise LandingZoneConfigError(
                 f"spark_staging {self.spark_staging!r} must be one of {', '.join(STAGING_MODES)}"

@@ -70,6 +70,7 @@ from dbt.adapters.openmirror.run.config import (
     VARS,
 )
 from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX
+from dbt.adapters.openmirror.spark.parquet_writes import PARQUET_WRITE_SETTINGS
 
 #: Package mode's own snapshot properties: the staged run `{{ this }}` reflects (the key hashes
 #: carry it as HASHES_RUN_ID), its declared key, an `--empty` run's table, a held run's manifest.
@@ -125,6 +126,7 @@ def constants() -> dict[str, Any]:
         "loads": {"full": FULL, "incremental": INCREMENTAL},
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,
+        "parquet_write_settings": PARQUET_WRITE_SETTINGS,
         "markers": {"insert": INSERT, "update": UPDATE, "delete": DELETE, "upsert": UPSERT},
         "properties": {
             "staged_run_id": PACKAGE_RUN_ID,

@@ -86,10 +86,19 @@ TYPE_WORD = re.compile(r"[\s(<]")
 
 
 def check_output_columns(model: str, columns: Sequence[ColumnSpec]) -> None:
-    """Refuse output columns named like the row marker or the diff's own columns (any case), and
-    columns of a type the mirror cannot hold."""
+    """Refuse output columns named like the row marker or the diff's own columns (any case),
+    columns of a type the mirror cannot hold, and two columns named alike but for case (Spark
+    allows them with spark.sql.caseSensitive; the mirror's Delta table cannot hold both)."""
+    spelled: dict[str, str] = {}
     for column in columns:
         name = column.name
+        other = spelled.get(name.lower())
+        spelled[name.lower()] = name
+        if other is not None:
+            raise SchemaChangeError(
+                f"Model '{model}': the output has columns '{other}' and '{name}', named alike but for case: the "
+                "mirror's column names are case-insensitive, so one table cannot hold both. Rename one in the model."
+            )
         if name.lower() == ROW_MARKER_NAME:
             raise SchemaChangeError(
                 f"Model '{model}': the output has a column '{name}'. The mirror reads "

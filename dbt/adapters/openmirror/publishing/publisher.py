@@ -51,6 +51,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
 )
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER, count_markers, describe_markers
 from dbt.adapters.openmirror.rules.metadata_files import TableMetadata
+from dbt.adapters.openmirror.spark.parquet_writes import written_problems
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 if TYPE_CHECKING:
@@ -386,6 +387,9 @@ class Publisher:
             try:
                 parquet = pq.ParquetFile(handle)
                 schema = parquet.schema_arrow
+                problems = written_problems(schema, parquet.metadata)
+                if problems:
+                    raise PublishError(f"staged file {path}: {'; '.join(problems)}. Nothing was published")
                 marked = schema.get_field_index(ROW_MARKER) >= 0
                 if full_load and not marked:
                     return StagedFile(path, parquet.metadata.num_rows, {})

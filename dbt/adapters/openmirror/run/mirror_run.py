@@ -75,6 +75,7 @@ from dbt.adapters.openmirror.run.response import (
 )
 from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, row_count, table_properties
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
+from dbt.adapters.openmirror.spark.parquet_writes import PARQUET_WRITE_SETTINGS
 
 #: A record not read yet (None is a read that found none).
 _UNREAD: Final = object()
@@ -616,7 +617,8 @@ class MirrorRun:
     def _write_change_files(self, staging: Staging, change: ChangeRows) -> None:
         """Spark writes the change rows as Parquet files into `staging`."""
         statements, mirror = self.context.statements, self.mirror
-        statements.execute("openmirror_parquet_timestamps_sql")
+        for key, value in PARQUET_WRITE_SETTINGS.items():
+            statements.execute("openmirror_spark_setting_sql", key=key, value=value)
         statements.execute(
             "openmirror_write_files_sql",
             uri=staging.uri,

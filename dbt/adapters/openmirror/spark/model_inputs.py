@@ -30,14 +30,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.openmirror.spark.parquet_writes import PARQUET_WRITE_SETTINGS
+
 #: Settings the adapter's own statements change during an invocation (macros/sql/); they decide
 #: how files are written and read back, not what a model's query returns.
-ADAPTER_SETTINGS = frozenset(
-    {
-        "spark.sql.parquet.outputTimestampType",
-        "spark.sql.legacy.bucketedTableScan.outputOrdering",
-    }
-)
+ADAPTER_SETTINGS = frozenset({*PARQUET_WRITE_SETTINGS, "spark.sql.legacy.bucketedTableScan.outputOrdering"})
 #: Listing more files costs more than it saves (several JVM calls per file).
 MAX_FILES = 20_000
 #: A file younger than this is not yet told apart from its own rewrite: a store's time granularity
