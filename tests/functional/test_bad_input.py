@@ -35,6 +35,9 @@ BAD_MODELS = {
     "misspelt_config.sql": _model("unique_key='id', deleteflag='name'"),
     "percent_table.sql": _model("unique_key='id', mirror_table='%2E%2E'"),
     "clashing.sql": _model("unique_key='id'"),
+    "fails_once.sql": _model("unique_key='id'").replace(
+        "src", "src {% if var('boom', false) %} where raise_error('boom') is null {% endif %}"
+    ),
     # Another model named like one of `clashing`'s own tables, which its runs would overwrite.
     "clashing__om_base.sql": "{{ config(materialized='table') }}\nselect 'user data' as note",
 }
@@ -131,3 +134,13 @@ class TestBadInput:
         # Once it can write, the next run publishes the change.
         run_dbt(["run", "--select", "guarded"])
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+    def test_a_model_whose_sql_failed_runs_clean_next_time(self, project, warehouse, landing_zone):
+        """A failed statement leaves what Spark wrote of its table: the next run removes it and
+        says so, without a warning that --warn-error would turn into a failure."""
+        schema = project.test_schema
+        message = self._fails(project, landing_zone, "fails_once", "--vars", "{boom: true}")
+        assert "boom" in message
+        [result] = run_dbt(["run", "--select", "fails_once", "--warn-error"])
+        assert result.status == "success"
+        assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "fails_once"), f"select * from {schema}.src")

@@ -62,10 +62,10 @@ class Metastore:
 
 
 def _repair(metastore: Metastore, publishes: bool = True) -> list[str]:
-    warnings: list[str] = []
+    said: list[str] = []
     relations = RunRelations.of(FakeRelation("analytics", "orders"), publishes)
-    repair_table_folders(metastore, metastore, "orders", relations, warnings.append)
-    return warnings
+    repair_table_folders(metastore, metastore, "orders", relations, lambda m: said.append(f"warning: {m}"), said.append)
+    return said
 
 
 @pytest.fixture
@@ -87,9 +87,9 @@ def test_in_step_folders_are_settled_without_asking_the_catalog(published):
 @pytest.mark.parametrize("name", ["orders__om_new", "orders__om_changes", "orders__om_overlay_b", "orders__dbt_backup"])
 def test_a_folder_left_by_a_create_cut_off_halfway_is_removed(published, name):
     published.folders[f"{SCHEMA}/{name}"] = "_temporary/part-00000"
-    [warning] = _repair(published)
+    [message] = _repair(published)
     assert f"{SCHEMA}/{name}" not in published.folders
-    assert warning.startswith(f"Model 'orders': removed {SCHEMA}/{name}, which no table uses")
+    assert message.startswith(f"Model 'orders': removed {SCHEMA}/{name}, which no table uses")
 
 
 def test_a_folder_left_by_a_drop_cut_off_halfway_is_removed(published):
@@ -113,6 +113,7 @@ def test_a_folder_a_rename_cut_off_halfway_moved_goes_back_to_its_table(publishe
     [warning] = _repair(published)
     assert published.folders[f"{SCHEMA}/{name}"] == rows and f"{SCHEMA}/{to}" not in published.folders
     assert f"stopped inside a rename of analytics.{name} and left its rows in {SCHEMA}/{to}" in warning
+    assert warning.startswith("warning: "), "rows moved back are warned about"
 
 
 def test_the_folder_of_an_overlaid_snapshots_name_is_no_table_s(published):

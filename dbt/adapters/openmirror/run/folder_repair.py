@@ -51,10 +51,17 @@ def survey(folders: TableFolders, catalog: Catalog, relations: Sequence[Any]) ->
 
 
 def repair_table_folders(
-    folders: TableFolders, catalog: Catalog, model: str, relations: RunRelations, warn: Callable[[str], None]
+    folders: TableFolders,
+    catalog: Catalog,
+    model: str,
+    relations: RunRelations,
+    warn: Callable[[str], None],
+    inform: Callable[[str], None],
 ) -> None:
     """Put the folders of the tables a run writes back in step with the catalog, saying what was
-    done."""
+    done: rows moved back to their table are warned about; a folder no table uses is removed
+    with a message only (a statement that merely failed leaves one too: Spark does not remove
+    what a failed `create table ... as select` wrote)."""
     written, read_only = relations.written(), relations.read_only()
     out_of_step = survey(folders, catalog, [*written, *read_only])
     read_only_names = {r.identifier for r in read_only}
@@ -78,4 +85,6 @@ def repair_table_folders(
         )
     for folder in repair.remove:
         folders.remove(folder)
-        warn(f"Model '{model}': removed {folder}, which no table uses (left by a run stopped inside a statement)")
+        inform(
+            f"Model '{model}': removed {folder}, which no table uses (left by a statement that failed or was stopped)"
+        )

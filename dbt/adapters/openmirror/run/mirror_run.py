@@ -144,7 +144,7 @@ class MirrorRun:
         catalog.refresh([*self.relations.written(), *self.relations.read_only()])
         folders = self.context.table_folders()
         if folders is not None:
-            repair_table_folders(folders, catalog, self.mirror.model, self.relations, self._warn)
+            repair_table_folders(folders, catalog, self.mirror.model, self.relations, self._warn, self.context.info)
         if self.publishes:
             self._recover()
 
