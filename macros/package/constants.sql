@@ -7,7 +7,7 @@
       "empty_run": "empty run",
       "flag_words": {"true": ["true", "yes", "on", "1"], "false": ["false", "no", "off", "0"]},
       "floating_point_types": ["float", "double", "real"],
-      "folder_names": {"max_length": 128, "forbidden": "[/\\\\:*?\"<>|%\\x00-\\x1f\\x7f]", "schema_suffix": ".schema"},
+      "folder_names": {"max_length": 128, "max_bytes": 248, "forbidden": "[/\\\\:*?\"<>|%\\x00-\\x1f\\x7f]", "schema_suffix": ".schema"},
       "hidden_values": "(values hidden: show_key_values=false)",
       "loads": {"full": "full", "incremental": "incremental"},
       "manifest_columns": [["run_id", "string"], ["model", "string"], ["table_folder", "string"], ["key_columns", "string"], ["base_run_id", "string"], ["load", "string"], ["reason", "string"], ["staged_sequence", "bigint"], ["staged_folder", "string"], ["rows", "bigint"], ["marker_counts", "string"], ["state", "string"], ["recorded_at", "timestamp"], ["relation", "string"]],

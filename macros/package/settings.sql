@@ -27,11 +27,12 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set rules = om.openmirror_constants().folder_names -%}
   {%- if value is not string or not value or value in ('.', '..') or value[0] in '_.' or value != value.strip()
-        or value.endswith('.') or value | length > rules.max_length or modules.re.search(rules.forbidden, value)
+        or value.endswith('.') or value | length > rules.max_length or value.encode('utf-8') | length > rules.max_bytes
+        or modules.re.search(rules.forbidden, value)
         or value.lower().endswith(rules.schema_suffix) -%}
     {%- do om.openmirror_fail(setting ~ "=" ~ tojson(value) ~ " cannot name a landing-zone folder (names must "
         ~ "be text, not empty, not start with '_' or '.', not end with '.' or '" ~ rules.schema_suffix ~ "', be at most "
-        ~ rules.max_length ~ " characters and contain none of / \\ : * ? \" < > | % or control characters)") -%}
+        ~ rules.max_length ~ " characters and " ~ rules.max_bytes ~ " bytes in UTF-8, and contain none of / \\ : * ? \" < > | % or control characters)") -%}
   {%- endif -%}
   {{ return(value) }}
 {%- endmacro -%}

@@ -48,6 +48,7 @@ from dbt.adapters.openmirror.planning.schema_plan import (
 )
 from dbt.adapters.openmirror.rules.landing_zone import (
     FORBIDDEN_NAME_CHARACTERS,
+    MAX_NAME_BYTES,
     MAX_NAME_LENGTH,
     RUN_ID_PATTERN,
     RUN_ID_RULE,
@@ -109,6 +110,7 @@ def constants() -> dict[str, Any]:
         },
         "folder_names": {
             "max_length": MAX_NAME_LENGTH,
+            "max_bytes": MAX_NAME_BYTES,
             "forbidden": FORBIDDEN_NAME_CHARACTERS.pattern,
             "schema_suffix": SCHEMA_FOLDER_SUFFIX,
         },

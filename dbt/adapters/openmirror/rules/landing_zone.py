@@ -46,6 +46,8 @@ SEQUENCE_DIGITS = 20
 RUN_ID_PATTERN = re.compile(rf"(?!(?i:{'|'.join(_OWN_NAMES)})\Z|(?i:{re.escape(_OWN_PREFIX)}))[A-Za-z0-9-]+")
 RUN_ID_RULE = f"letters, digits and '-', and not {', '.join(_OWN_NAMES)} or {_OWN_PREFIX}*"
 MAX_NAME_LENGTH = 128
+#: Local file systems take 255 bytes a folder name; a schema folder adds its suffix.
+MAX_NAME_BYTES = 255 - len(SCHEMA_FOLDER_SUFFIX)
 # Characters a folder name cannot hold: path separators, what Windows and OneLake refuse, controls,
 # and `%`: whatever percent-decodes the name once (the service, delta-rs) would read another folder.
 FORBIDDEN_NAME_CHARACTERS = re.compile(r'[/\\:*?"<>|%\x00-\x1f\x7f]')
@@ -100,6 +102,11 @@ def folder_name_problem(name: object) -> str | None:
         return "it starts or ends with a space, or ends with '.'"
     if len(name) > MAX_NAME_LENGTH:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return (
+            f"it is longer than {MAX_NAME_BYTES} bytes in UTF-8 (file systems take 255 bytes a folder name, "
+            f"and a schema folder adds '{SCHEMA_FOLDER_SUFFIX}')"
+        )
     bad = sorted(set(FORBIDDEN_NAME_CHARACTERS.findall(name)))
     if bad:
         decoded = ": whatever percent-decodes the name would read another folder ('%2E%2E' is '..')"
