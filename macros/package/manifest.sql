@@ -132,6 +132,28 @@
   {%- call statement('openmirror_record_' ~ state) -%}
     insert into {{ manifest }} select {{ om.openmirror_manifest_values(run, state) | join(', ') }}
   {%- endcall -%}
+  {%- do om.openmirror_check_recorded(manifest, [run.run_id], state) -%}
+{%- endmacro -%}
+
+{#- Spark's file commit is not safe for two statements appending to one table at once (one job's
+    cleanup removes what the other is still writing, and that one may end without error and
+    without its rows): with several dbt threads, models append to the manifest together. A row
+    that did not arrive fails the model, as if it had stopped there; its next run settles it. -#}
+{%- macro openmirror_check_recorded(manifest, run_ids, state) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- call statement('openmirror_manifest_refresh') -%}refresh table {{ manifest }}{%- endcall -%}
+  {%- set quoted = [] -%}
+  {%- for run_id in run_ids -%}{%- do quoted.append(om.openmirror_string(run_id)) -%}{%- endfor -%}
+  {%- set found = run_query("select distinct run_id from " ~ manifest ~ " where state = " ~ om.openmirror_string(state)
+      ~ " and run_id in (" ~ quoted | join(', ') ~ ")").columns[0].values() | list -%}
+  {%- set missing = [] -%}
+  {%- for run_id in run_ids if run_id not in found -%}{%- do missing.append(run_id) -%}{%- endfor -%}
+  {%- if missing -%}
+    {%- do exceptions.raise_compiler_error("the manifest row '" ~ state ~ "' of run " ~ missing | join(', ') ~ " was not written: "
+        ~ "another model appended to " ~ manifest ~ " at the same time, and Spark's file commit lost this row. "
+        ~ "Run the model again (its next run settles this one); with several dbt threads on a Spark without a "
+        ~ "transactional commit, set threads: 1 for package mode") -%}
+  {%- endif -%}
 {%- endmacro -%}
 
 {#- The manifest row's values as SQL, in the table's column order. -#}
@@ -171,6 +193,7 @@
       select {{ copied | join(', ') }}
       from {{ manifest }} where state = {{ om.openmirror_string(from_state) }} and run_id in ({{ quoted | join(', ') }})
     {%- endcall -%}
+    {%- do om.openmirror_check_recorded(manifest, run_ids, state) -%}
   {%- endif -%}
 {%- endmacro -%}
 

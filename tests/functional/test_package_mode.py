@@ -495,3 +495,31 @@ class TestPackageKeyWarnings(InPackageMode):
         assert "its output is empty" not in output  # nothing left to delete
         publish(landing_zone)
         assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")
+
+
+class TestPackageModelsStagingAtOnce(InPackageMode):
+    """With several dbt threads, models append to the one manifest table together, which Spark's
+    file commit does not make safe: a row that did not arrive fails its model, and nothing is
+    left that a later run and publish do not put right."""
+
+    NAMES = ("a", "b", "c", "d")
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            f"{name}.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+            f"select id, id * {{{{ var('round', 1) }}}} + {number} as v from range(0, 20)"
+            for number, name in enumerate(self.NAMES)
+        }
+
+    def test_no_run_is_lost_or_stuck(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        for round_ in (1, 2, 3):
+            run_dbt(["run", "--threads", "4", "--vars", f"{{round: {round_}}}"], expect_pass=None)
+            run_dbt(["run", "--threads", "1", "--vars", f"{{round: {round_}}}"])
+            publish(landing_zone)
+            for name in self.NAMES:
+                assert_mirror_equals(
+                    warehouse, table_folder(landing_zone, schema, name), f"select * from {schema}.{name}"
+                )
+        assert findings_for(landing_zone, table_folder(landing_zone, schema, "a")) == []
