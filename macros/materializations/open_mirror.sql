@@ -36,7 +36,7 @@
   {%- if not adapter.openmirror_inputs_unchanged(
       run, existing_relation, compiled_code, model, var('openmirror_reconcile', false)) -%}
     {%- call statement('build_model_output') -%}
-      {%- if run.builds_output_view -%}
+      {%- if run.builds_output_view(compiled_code) -%}
         {{ create_view_as(new_relation, compiled_code) }}
       {%- else -%}
         {{ create_table_as(False, new_relation, compiled_code) }}

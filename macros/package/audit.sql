@@ -101,10 +101,7 @@
   {%- for result in results if result.node.resource_type == 'model' and result.node.config.get('publish') == 'after_tests' -%}
     {%- set node = result.node -%}
     {%- set target = adapter.get_relation(node.database, node.schema, node.alias) -%}
-    {%- set snapshot = {} -%}
-    {%- if target is not none -%}
-      {%- for row in fetch_tbl_properties(target).rows -%}{%- do snapshot.update({row[0]: row[1]}) -%}{%- endfor -%}
-    {%- endif -%}
+    {%- set snapshot = om.openmirror_table_properties(target) -%}
     {%- set run_id = om.openmirror_package_run_id(node.unique_id) -%}
     {%- if snapshot.get(keys.held) == 'true' and snapshot.get(keys.staged_run_id) == run_id -%}
       {%- set decided = om.openmirror_audit_verdict(node.unique_id, graph.nodes, results) -%}

@@ -13,6 +13,7 @@
       "manifest_columns": [["run_id", "string"], ["model", "string"], ["table_folder", "string"], ["key_columns", "string"], ["base_run_id", "string"], ["load", "string"], ["reason", "string"], ["staged_sequence", "bigint"], ["staged_folder", "string"], ["rows", "bigint"], ["marker_counts", "string"], ["state", "string"], ["recorded_at", "timestamp"], ["relation", "string"]],
       "manifest_folder": "_scratchPad/dbt-openmirror/manifest",
       "markers": {"insert": 0, "update": 1, "delete": 2, "upsert": 4},
+      "metastore": {"parts_marker": "openmirror-parts:", "part_key": "(?P<key>.+)\\.part\\.\\d+"},
       "names": {"configs": ["unique_key", "mirror_schema", "mirror_table", "parquet_compression", "change_markers", "row_marker_position", "max_rows_per_file", "on_schema_change", "lease_ttl_seconds", "lease_wait_seconds", "rebuild_wait_seconds", "publish", "show_key_values", "delete_flag", "reconcile_every", "skip_unchanged_inputs", "landing_zone"], "vars": ["openmirror_dry_run", "openmirror_reconcile", "openmirror_landing_zone", "openmirror_manifest_schema", "openmirror_key_hashes"], "var_prefix": "openmirror", "long_name": 10, "own_relations": {"prefix": "__om_", "backup": "__dbt_backup"}},
       "non_binary_collation": "collate\\s+(?!utf8_binary\\b)\\w+",
       "parquet_write_settings": {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED"},

@@ -48,8 +48,7 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set properties = none -%}
   {%- if load_cached_relation(hashes) is not none -%}
-    {%- set properties = {} -%}
-    {%- for row in fetch_tbl_properties(hashes).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
+    {%- set properties = om.openmirror_table_properties(hashes) -%}
   {%- endif -%}
   {{ return(om.openmirror_hashes_usable(properties, snapshot_run, om.openmirror_hash_signature(hashed))) }}
 {%- endmacro -%}

@@ -70,8 +70,7 @@
     before they recorded it are recognised by their location. -#}
 {%- macro openmirror_check_manifest_landing_zone(manifest, settings) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set properties = {} -%}
-  {%- for row in fetch_tbl_properties(manifest).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
+  {%- set properties = om.openmirror_table_properties(manifest) -%}
   {%- set recorded = properties.get(om.openmirror_constants().properties.manifest_landing_zone) -%}
   {%- set kept_for = 'the landing zone ' ~ recorded -%}
   {%- if recorded is none -%}

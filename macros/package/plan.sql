@@ -298,12 +298,33 @@
   {{ return({'load': loads.incremental, 'reason': '', 'plan': plan, 'key_columns': published_keys}) }}
 {%- endmacro -%}
 
-{#- A relation's table properties (none: no relation, no properties). -#}
+{#- A relation's table properties (none: no relation, no properties), long values joined. -#}
 {%- macro openmirror_table_properties(relation) -%}
-  {%- set properties = {} -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set stored = {} -%}
   {%- if relation is not none -%}
-    {%- for row in fetch_tbl_properties(relation).rows -%}{%- do properties.update({row[0]: row[1]}) -%}{%- endfor -%}
+    {%- for row in fetch_tbl_properties(relation).rows -%}{%- do stored.update({row[0]: row[1]}) -%}{%- endfor -%}
   {%- endif -%}
+  {{ return(om.openmirror_read_properties(stored)) }}
+{%- endmacro -%}
+
+{#- metastore_limits.read_properties in Jinja (the same cases test both). -#}
+{%- macro openmirror_read_properties(stored) -%}
+  {%- set limits = (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_constants().metastore -%}
+  {%- set properties = {} -%}
+  {%- for key, value in stored.items() -%}
+    {%- set part = modules.re.fullmatch(limits.part_key, key) -%}
+    {%- if not (part and part.group('key') in stored) -%}
+      {%- if value.startswith(limits.parts_marker) -%}
+        {%- set parts = [] -%}
+        {%- for index in range(value[limits.parts_marker | length:] | int) -%}
+          {%- do parts.append(stored[key ~ '.part.' ~ index]) -%}
+        {%- endfor -%}
+        {%- set value = parts | join('') -%}
+      {%- endif -%}
+      {%- do properties.update({key: value}) -%}
+    {%- endif -%}
+  {%- endfor -%}
   {{ return(properties) }}
 {%- endmacro -%}
 

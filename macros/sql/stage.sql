@@ -42,11 +42,24 @@ from {{ source }} group by `__rowMarker__`
 select {% for relation in relations %}(select count(*) from {{ relation }}){{ ', ' if not loop.last }}{% endfor %}
 {%- endmacro -%}
 
+{#- Table properties as `'key' = 'value', ...`. A value longer than a metastore keeps is stored in
+    parts, read back by metastore_limits.read_properties and openmirror_read_properties: the
+    length and marker are spark/metastore_limits.py's (the same cases test the three). -#}
 {%- macro openmirror_properties(properties) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set part_length, parts_marker = 4000, 'openmirror-parts:' -%}
   {%- set pairs = [] -%}
   {%- for key, value in properties.items() -%}
-    {%- do pairs.append(om.openmirror_string(key) ~ ' = ' ~ om.openmirror_string(value)) -%}
+    {%- if value is string and value | length > part_length -%}
+      {%- set count = ((value | length + part_length - 1) // part_length) -%}
+      {%- do pairs.append(om.openmirror_string(key) ~ ' = ' ~ om.openmirror_string(parts_marker ~ count)) -%}
+      {%- for index in range(count) -%}
+        {%- do pairs.append(om.openmirror_string(key ~ '.part.' ~ index) ~ ' = '
+            ~ om.openmirror_string(value[index * part_length:(index + 1) * part_length])) -%}
+      {%- endfor -%}
+    {%- else -%}
+      {%- do pairs.append(om.openmirror_string(key) ~ ' = ' ~ om.openmirror_string(value)) -%}
+    {%- endif -%}
   {%- endfor -%}
   {{ pairs | join(', ') }}
 {%- endmacro -%}

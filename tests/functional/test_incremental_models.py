@@ -381,3 +381,44 @@ class TestAHeldFirstPublishWhoseInvocationDied(Incremental):
         assert "max(updated_at)" not in result.node.compiled_code
         self.check(project, warehouse, landing_zone, tmp_path)
         assert file_markers(folder) == [[0, 0, 0]]
+
+
+VALUES = "id > {{ var('deleted_from', 99) }} as deleted, if(id <= 2, 'v{{ var('round', 1) }}', 'v1') as v"
+CANDIDATES = "{% if is_incremental() %} where id <= 2 or id > {{ var('deleted_from', 99) }} {% endif %}"
+WIDE_SOURCE = (
+    "{{ config(materialized='table') }}\nselect id, "
+    "{% for n in range(1000) %}id * {{ n }} as column_with_a_long_descriptive_name_{{ '%04d' % n }}, {% endfor %}"
+    f"{VALUES} from range(1, 6)"
+)
+LONG_SQL = (
+    "{{ config(materialized='open_mirror', unique_key='id', delete_flag='deleted') }}\nselect id, "
+    "{% for n in range(600) %}case when id = {{ n }} then 'value number {{ n }}' else 'other' end as c{{ n }}, "
+    f"{{% endfor %}}{VALUES} from range(1, 6) {CANDIDATES}"
+)
+
+
+class TestWhatTheEmbeddedMetastoreCannotKeep:
+    """Derby, the metastore of a session profile, keeps 32,700 characters of a table property
+    or a view's text: the records of a wide table's columns are stored in parts, a model whose
+    SQL is longer is built as a table, and a snapshot whose view would name its columns at
+    greater length is merged rather than overlaid."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "wide_source.sql": WIDE_SOURCE,
+            "wide.sql": "{{ config(materialized='open_mirror', unique_key='id', delete_flag='deleted') }}\n"
+            f"select * from {{{{ ref('wide_source') }}}} {CANDIDATES}",
+            "long_sql.sql": LONG_SQL,
+        }
+
+    def test_wide_tables_and_long_models_publish_every_run(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        for round_, deleted_from in ((1, 99), (2, 99), (3, 4)):
+            run_dbt(["run", "--vars", f"{{round: {round_}, deleted_from: {deleted_from}}}"])
+            expected = [{"id": i, "v": f"v{round_}" if i <= 2 else "v1"} for i in range(1, 6) if i <= deleted_from]
+            for name in ("wide", "long_sql"):
+                folder = table_folder(landing_zone, schema, name)
+                assert_mirror_equals(warehouse, folder, f"select * from {schema}.{name}")
+                assert model_output(warehouse, f"select id, v from {schema}.{name}") == expected
+        assert len(data_files(table_folder(landing_zone, schema, "wide"))) == 3

@@ -25,6 +25,7 @@ from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
 PLAIN = SnapshotRecord("s.schema/t", 3, "run-3")
 OVERLAID = SnapshotRecord("s.schema/t", 4, "run-4", base_run_id="run-3", overlay="a")
 COLUMNS = [ColumnSpec("id", "int"), ColumnSpec("name", "string")]
+WIDE = [ColumnSpec(f"c_{n:03d}_{'x' * 24}", "int") for n in range(1000)]
 
 
 def test_a_run_writes_the_overlay_the_view_does_not_read():
@@ -81,6 +82,9 @@ def facts(**changes):
         ({"hashes_usable": False}, "key hashes"),
         ({"overlay_rows": 450_000}, "more than 500000"),
         ({"overlay_rows": 300_000}, None),
+        # A view naming 1,000 columns of 30 characters is more than the embedded metastore keeps.
+        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(WIDE), ["c_000"])}, "more than a metastore may keep"),
+        ({"plan": RunPlan(INCREMENTAL, "", SchemaPlan(WIDE[:300]), ["c_000"])}, None),
     ],
 )
 def test_when_a_candidate_run_overlays(changes, refused):

@@ -53,8 +53,10 @@ from dbt.adapters.openmirror.run.audit import unaudited_reason, verdict
 from dbt.adapters.openmirror.run.config import CONFIGS, VARS, closest_name, mirror_config, near_miss, var_flag
 from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX, RunRelations
 from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
+from dbt.adapters.openmirror.spark.metastore_limits import PROPERTY_PART_LENGTH, read_properties
 from tests.support.fake_warehouse import FakeRelation
 from tests.support.package_macros import CompilationError, PackageMacros
+from tests.support.sql_macros import sql_macros
 
 LANDING_ZONE, SCHEMA, TABLE = "/lz", "shop", "orders"
 TABLE_FOLDER = f"{SCHEMA}.schema/{TABLE}"
@@ -1048,3 +1050,34 @@ def test_a_retry_decides_nothing_from_the_selection(command, expected):
     """dbt retry leaves `selected_resources` as the process last set it (or empty)."""
     macros = PackageMacros(flags=SimpleNamespace(WHICH=command), selected_resources=["model.shop.orders"])
     assert macros.openmirror_selection() == expected
+
+
+# -- table properties longer than a metastore keeps (spark/metastore_limits.py) ---------------------
+
+LONG = "".join(chr(ord("a") + i % 26) for i in range(9001))
+PROPERTY_CASES = [
+    {"openmirror.run_id": "r1"},
+    {"openmirror.hash_columns": LONG, "openmirror.run_id": "r1"},
+    {"openmirror.published_columns": "x" * PROPERTY_PART_LENGTH},
+    {"openmirror.published_columns": "x" * (PROPERTY_PART_LENGTH + 1), "spark.sql.sources.schema.part.0": "{}"},
+]
+PAIR = re.compile(r"'((?:[^'\\]|\\.)*)' = '((?:[^'\\]|\\.)*)'")
+
+
+def _stored(properties):
+    """The properties as `openmirror_properties` has Spark store them."""
+    return dict(PAIR.findall(str(sql_macros().openmirror_properties(properties))))
+
+
+@pytest.mark.parametrize("properties", PROPERTY_CASES, ids=lambda p: str({k: len(v) for k, v in p.items()}))
+def test_long_properties_are_stored_in_parts_and_read_back(package, properties):
+    stored = _stored(properties)
+    assert all(len(value) <= PROPERTY_PART_LENGTH for value in stored.values())
+    assert read_properties(stored) == properties == package.openmirror_read_properties(stored)
+
+
+def test_a_shorter_value_written_over_parts_is_read_without_them(package):
+    """`alter table ... set tblproperties` leaves the parts of an earlier, longer value."""
+    stored = {**_stored({"openmirror.published_columns": LONG}), **_stored({"openmirror.published_columns": "short"})}
+    expected = {"openmirror.published_columns": "short"}
+    assert read_properties(stored) == expected == package.openmirror_read_properties(stored)

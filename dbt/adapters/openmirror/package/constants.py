@@ -71,6 +71,7 @@ from dbt.adapters.openmirror.run.config import (
     VARS,
 )
 from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX
+from dbt.adapters.openmirror.spark.metastore_limits import PART_KEY, PARTS_MARKER
 from dbt.adapters.openmirror.spark.parquet_writes import PARQUET_WRITE_SETTINGS
 
 #: Package mode's own snapshot properties: the staged run `{{ this }}` reflects (the key hashes
@@ -129,6 +130,7 @@ def constants() -> dict[str, Any]:
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,
         "parquet_write_settings": PARQUET_WRITE_SETTINGS,
+        "metastore": {"parts_marker": PARTS_MARKER, "part_key": PART_KEY.pattern},
         "markers": {"insert": INSERT, "update": UPDATE, "delete": DELETE, "upsert": UPSERT},
         "properties": {
             "staged_run_id": PACKAGE_RUN_ID,

@@ -18,6 +18,7 @@ table again, which replaces the view: the overlay is folded back into a base.
 from dataclasses import dataclass
 
 from dbt.adapters.openmirror.planning.run_plan import INCREMENTAL, RunPlan, SnapshotRecord
+from dbt.adapters.openmirror.spark.metastore_limits import VIEW_TEXT_LIMIT
 
 #: The two overlay tables beside a snapshot (`<this>__om_overlay_a`, `..._b`).
 OVERLAY_SLOTS = ("a", "b")
@@ -38,6 +39,12 @@ MIN_OVERLAY_ROWS = 100_000
 def overlay_limit(base_rows: int) -> int:
     """The most rows an overlay over `base_rows` rows may hold."""
     return max(MIN_OVERLAY_ROWS, int(MAX_OVERLAY_SHARE * base_rows))
+
+
+def view_text_length(columns: list[str]) -> int:
+    """About how long the overlaid snapshot's view is: it names every column twice, quoted
+    (macros/sql/overlay.sql)."""
+    return 2 * sum(len(name) + 6 for name in columns) + 500
 
 
 def free_slot(snapshot: SnapshotRecord | None) -> str:
@@ -80,6 +87,12 @@ def overlay_refusal(facts: OverlayFacts) -> str | None:
     # ignored column is in neither the snapshot nor the overlay, and new to every run.
     if schema.added:
         return "the model added columns"
+    view_text = view_text_length([c.name for c in [*schema.columns, *schema.kept]])
+    if view_text > VIEW_TEXT_LIMIT:
+        return (
+            f"the snapshot's view would name its columns in about {view_text} characters, more than a "
+            f"metastore may keep of a view's text ({VIEW_TEXT_LIMIT})"
+        )
     if not facts.hashes_usable:
         return "the snapshot's key hashes do not cover this run's columns"
     rows, limit = facts.overlay_rows + facts.candidate_rows, overlay_limit(facts.base_rows)

@@ -74,6 +74,7 @@ from dbt.adapters.openmirror.run.response import (
     publish_response,
 )
 from dbt.adapters.openmirror.run.statements import marker_counts, recorded_snapshot, row_count, table_properties
+from dbt.adapters.openmirror.spark.metastore_limits import VIEW_TEXT_LIMIT
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs
 from dbt.adapters.openmirror.spark.parquet_writes import PARQUET_WRITE_SETTINGS
 
@@ -120,6 +121,8 @@ class MirrorRun:
         self._read_inputs: Callable[[], ModelInputs] | None = None
         #: The model read what its snapshot was built from: nothing was built, nothing is published.
         self._unchanged: OpenMirrorResponse | None = None
+        #: How the model's rows were built (`builds_output_view`).
+        self._rows_built_as_view = False
         #: `{{ this }}`'s record as the run found it once recovered (read once: while the run holds
         #: the lease only the run itself changes it); `_UNREAD` until then.
         self._found_record: SnapshotRecord | None | object = _UNREAD
@@ -205,7 +208,7 @@ class MirrorRun:
                 response = self._publish_overlay(overlay, rows, previous_columns, state)
                 if response is not None:
                     return response
-        elif self.builds_output_view:
+        elif self.writes_output_from_rows:
             rows = self._model_rows()
         if self.empty:
             return self._check_empty(existing, None, previous_columns)
@@ -366,14 +369,20 @@ class MirrorRun:
         return self._response(plan, {}, [])
 
     @property
-    def builds_output_view(self) -> bool:
-        """The model output is built as a view, and the complete output written once from it,
-        rather than written as a table and written again without some of it: a publishing run in
-        full of a `delete_flag` model (its keys are checked through the view, then the flagged
+    def writes_output_from_rows(self) -> bool:
+        """The complete output is written from the model's rows, not built as it: a publishing
+        run in full of a `delete_flag` model (its keys are checked on the rows, then the flagged
         rows and the flag left out), or of an `on_schema_change='ignore'` model (the columns its
         snapshot does not keep left out)."""
         ignores = self.mirror.on_schema_change == IGNORE
         return self.publishes and not self.candidates and (self.mirror.delete_flag is not None or ignores)
+
+    def builds_output_view(self, model_sql: str) -> bool:
+        """Whether the model's rows are built as a view (read once, to write the complete output)
+        rather than as a table: where the output is written from them, unless the model's SQL is
+        longer than a metastore may keep as a view's text (spark/metastore_limits.py)."""
+        self._rows_built_as_view = self.writes_output_from_rows and len(model_sql) <= VIEW_TEXT_LIMIT
+        return self._rows_built_as_view
 
     def is_snapshot(self, relation: Any) -> bool:
         """Whether `relation`, found under the model's name, can be its snapshot (run/overlay.py:
@@ -522,7 +531,7 @@ class MirrorRun:
         """What the model built, moved to `relations.model_output`: the complete output is
         written from it (`_complete_output`)."""
         mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
-        built = relations.new_output.incorporate(type="view" if self.builds_output_view else "table")
+        built = relations.new_output.incorporate(type="view" if self._rows_built_as_view else "table")
         selected = relations.model_output.incorporate(type=built.type)
         catalog.drop(selected)
         catalog.rename(built, selected)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from dbt.adapters.openmirror.planning.run_plan import SnapshotRecord, snapshot_record
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
+from dbt.adapters.openmirror.spark.metastore_limits import read_properties
 
 Row = tuple[Any, ...]
 
@@ -102,9 +103,9 @@ class AdapterCatalog:
 
 
 def table_properties(statements: Statements, relation: Any) -> dict[str, str]:
-    """A table's properties (`show tblproperties`)."""
+    """A table's properties (`show tblproperties`), long values joined (spark/metastore_limits.py)."""
     rows = statements.query("openmirror_show_properties_sql", relation=str(relation))
-    return {str(row[0]): str(row[1]) for row in rows}
+    return read_properties({str(row[0]): str(row[1]) for row in rows})
 
 
 def recorded_snapshot(statements: Statements, relation: Any | None) -> SnapshotRecord | None:
