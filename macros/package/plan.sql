@@ -60,6 +60,12 @@
     {%- elif type_word in unpublishable.reasons -%}
       {%- do om.openmirror_fail("column '" ~ spec.name ~ "' is " ~ spec.data_type | trim ~ ": "
           ~ unpublishable.reasons[type_word] ~ ". Nothing was published.") -%}
+    {%- elif modules.re.findall(unpublishable.map_start, spec.data_type, modules.re.IGNORECASE) | length
+          != modules.re.findall(unpublishable.faithful_map_key, spec.data_type, modules.re.IGNORECASE) | length -%}
+      {%- do om.openmirror_fail("column '" ~ spec.name ~ "' is " ~ spec.data_type | trim ~ ": a map is published as "
+          ~ "JSON, whose keys Spark writes as text only from strings, numbers and booleans (dates and timestamps come "
+          ~ "as raw counts, binary, struct and array keys as names that change every run). Convert the keys in the "
+          ~ "model, e.g. transform_keys(m, (k, v) -> date_format(k, 'yyyy-MM-dd')). Nothing was published.") -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set by_lower = {} -%}

@@ -474,6 +474,12 @@ KEY_CASES = [
     (["id"], [("id", "int"), ("v", "variant")]),
     (["id"], [("id", "int"), ("v", "geometry(4326)")]),
     (["id"], [("id", "int"), ("v", "timestamp"), ("w", "timestamp_ntz"), ("x", "array<interval day>")]),
+    (["id"], [("id", "int"), ("m", "map<string,int>"), ("n", "MAP<bigint, array<map<decimal(10,2),string>>>")]),
+    (["id"], [("id", "int"), ("m", "map<timestamp,string>")]),
+    (["id"], [("id", "int"), ("m", "map<binary,string>")]),
+    (["id"], [("id", "int"), ("m", "struct<a:map<struct<x:int>,string>>")]),
+    (["id"], [("id", "int"), ("m", "map<string,map<date,int>>")]),
+    (["id"], [("id", "int"), ("m", "map<string collate UTF8_LCASE,int>"), ("b", "map<boolean,double>")]),
     (["id"], [("id", "int"), ("Val", "int"), ("val", "int")]),  # spark.sql.caseSensitive=true
     (["id"], [("ID", "int"), ("id", "int")]),
 ]

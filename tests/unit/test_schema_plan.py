@@ -170,3 +170,31 @@ def test_a_type_change_among_candidates_is_refused_with_the_run_in_full_that_tak
     message = str(refused.value)
     assert ("on_schema_change='sync_all_columns' rebuilds the mirrored table" in message) == rebuilds
     assert ("under any on_schema_change, rebuilding nothing" in message) == (not rebuilds)
+
+
+@pytest.mark.parametrize(
+    "data_type, faithful",
+    [
+        ("map<string,int>", True),
+        ("map<bigint,array<map<decimal(10,2),string>>>", True),
+        ("map<boolean, double>", True),
+        ("map<timestamp,string>", False),
+        ("map<date,string>", False),
+        ("map<binary,string>", False),
+        ("map<struct<x:int>,string>", False),
+        ("array<map<array<int>,int>>", False),
+        ("map<string,map<timestamp,int>>", False),
+    ],
+)
+def test_maps_are_published_only_with_keys_their_json_writes_faithfully(data_type, faithful):
+    columns = [ID, ColumnSpec("m", data_type)]
+    if faithful:
+        check_output_columns("m", columns)
+    else:
+        with pytest.raises(SchemaChangeError, match=r"column 'm' is .*a map is published as JSON.*transform_keys"):
+            check_output_columns("m", columns)
+
+
+def test_columns_named_alike_but_for_case_are_refused():
+    with pytest.raises(SchemaChangeError, match="columns 'Val' and 'val', named alike but for case"):
+        check_output_columns("m", [ID, ColumnSpec("Val", "int"), ColumnSpec("val", "int")])

@@ -39,8 +39,10 @@ from dbt.adapters.openmirror.planning.run_plan import (
 )
 from dbt.adapters.openmirror.planning.schema_plan import (
     COLLATION_CLAUSE,
+    FAITHFUL_MAP_KEY,
     FLOATING_POINT_TYPES,
     INTERNAL_PREFIX,
+    MAP_START,
     NON_BINARY_COLLATION,
     ROW_MARKER_NAME,
     TYPE_WORD,
@@ -148,7 +150,12 @@ def constants() -> dict[str, Any]:
         },
         "reasons": {"first_publish": FIRST_PUBLISH, "full_refresh": FULL_REFRESH},
         "reserved": {"row_marker": ROW_MARKER, "row_marker_lower": ROW_MARKER_NAME, "internal_prefix": INTERNAL_PREFIX},
-        "unpublishable_types": {"reasons": UNPUBLISHABLE_TYPES, "type_word": TYPE_WORD.pattern},
+        "unpublishable_types": {
+            "reasons": UNPUBLISHABLE_TYPES,
+            "type_word": TYPE_WORD.pattern,
+            "map_start": MAP_START.pattern,
+            "faithful_map_key": FAITHFUL_MAP_KEY.pattern,
+        },
         "collation_clause": COLLATION_CLAUSE.pattern,
         "floating_point_types": list(FLOATING_POINT_TYPES),
         "run_id_pattern": RUN_ID_PATTERN.pattern,

@@ -83,6 +83,16 @@ UNPUBLISHABLE_TYPES = {
     "geography": "geographies have no Delta type; publish their WKT (string) or WKB (binary)",
 }
 TYPE_WORD = re.compile(r"[\s(<]")
+#: A map is published as JSON (`to_json`), whose object keys are text: Spark writes a string,
+#: number or boolean key as it reads, a date or timestamp key as a raw count, and a binary, struct
+#: or array key as a Java object's name that changes from run to run. Every `map<` of a type must
+#: start one of these.
+MAP_START = re.compile(r"map\s*<", re.IGNORECASE)
+FAITHFUL_MAP_KEY = re.compile(
+    r"map\s*<\s*(?:string(?:\s+collate\s+\w+)?|tinyint|smallint|int|integer|bigint|float|double|boolean"
+    r"|decimal(?:\(\s*\d+\s*(?:,\s*\d+\s*)?\))?)\s*,",
+    re.IGNORECASE,
+)
 
 
 def check_output_columns(model: str, columns: Sequence[ColumnSpec]) -> None:
@@ -114,6 +124,13 @@ def check_output_columns(model: str, columns: Sequence[ColumnSpec]) -> None:
         if reason is not None:
             raise SchemaChangeError(
                 f"Model '{model}': column '{name}' is {column.data_type.strip()}: {reason}. Nothing was published."
+            )
+        if len(MAP_START.findall(column.data_type)) != len(FAITHFUL_MAP_KEY.findall(column.data_type)):
+            raise SchemaChangeError(
+                f"Model '{model}': column '{name}' is {column.data_type.strip()}: a map is published as JSON, whose "
+                "keys Spark writes as text only from strings, numbers and booleans (dates and timestamps come as raw "
+                "counts, binary, struct and array keys as names that change every run). Convert the keys in the "
+                "model, e.g. transform_keys(m, (k, v) -> date_format(k, 'yyyy-MM-dd')). Nothing was published."
             )
 
 
