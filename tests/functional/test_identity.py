@@ -67,6 +67,29 @@ class TestOneModelSeveralLandingZones:
         assert_mirror_equals(warehouse, table_folder(first, schema, "customers"), source)
 
 
+class TestAModelGivenAnotherAlias:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL.replace("unique_key='id',", "unique_key='id', alias=var('alias', 'customers'),")}
+
+    def test_its_first_publish_names_the_folder_left_behind(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values (1, 'a') as t(id, name)")
+        run_dbt(["run"])
+        [renamed] = run_dbt(["run", "--vars", "{alias: clients}"])
+        old, new = table_folder(landing_zone, schema, "customers"), table_folder(landing_zone, schema, "clients")
+        assert renamed.adapter_response["mode"] == "initial"
+        [warning] = renamed.adapter_response["warnings"]
+        assert (
+            f"publishing {schema}.schema/clients for the first time; {schema}.schema/customers was published" in warning
+        )
+        assert "left as last published" in warning
+        for folder in (old, new):
+            assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+        again = run_dbt(["run", "--vars", "{alias: clients}"])[0].adapter_response
+        assert again["warnings"] == []
+
+
 class TestTwoModelsOneTableFolder:
     @pytest.fixture(scope="class")
     def models(self):

@@ -7,6 +7,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     REBUILD,
     Destination,
     SnapshotRecord,
+    left_behind,
     plan_run,
     snapshot_properties,
     snapshot_record,
@@ -172,3 +173,16 @@ def test_a_snapshot_whose_columns_are_not_the_published_ones_rebuilds():
     # Spelled otherwise only in case, or recorded before the published columns were: as published.
     assert plan(snapshot=recorded).mode == INCREMENTAL
     assert plan(snapshot=SnapshotRecord(FOLDER, 3), previous=altered, current=altered).mode == INCREMENTAL
+
+
+def test_a_folder_the_model_published_under_another_relation_of_its_schema_is_named():
+    owners = {
+        "s.schema/old_alias": ("m", "analytics.old_alias"),  # its alias changed: named
+        "s.schema/other": ("other_model", "analytics.other"),
+        "s.schema/dev": ("m", "dev_schema.m"),  # another target's schema: not this one's
+        "s.schema/m_again": ("m", "analytics.m"),  # the same relation (mirror_table changed): run_plan says so
+        "s.schema/no_owner": ("m", None),
+    }
+    [said] = left_behind(HERE, owners)
+    assert said.startswith("s.schema/old_alias was published by this model as analytics.old_alias")
+    assert "left as last published" in said

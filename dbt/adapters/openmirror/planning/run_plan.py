@@ -242,6 +242,23 @@ def _mode_from_folder(
     return INCREMENTAL, ""
 
 
+def left_behind(destination: Destination, owners: Mapping[str, tuple[str, str | None]]) -> list[str]:
+    """What to say of the other table folders beside a new one (`owners`: folder -> the model and
+    the snapshot relation its journal names) that this model published under another relation of
+    the same schema: its alias or name changed, so no snapshot of it led here, and the old folder
+    stays a mirrored table that nothing updates."""
+    schema = destination.owner.rpartition(".")[0]
+    return [
+        f"{folder} was published by this model as {owner}, and is left as last published (its alias "
+        "or name changed; delete the folder to drop its mirrored table)"
+        for folder, (model, owner) in sorted(owners.items())
+        if model == destination.model
+        and owner is not None
+        and owner != destination.owner
+        and owner.rpartition(".")[0] == schema
+    ]
+
+
 def _published_elsewhere(destination: Destination, snapshot: SnapshotRecord | None) -> str | None:
     """Where the snapshot was published, when that is not this run's landing zone and folder (the
     model's target, landing_zone, mirror_schema or mirror_table changed)."""

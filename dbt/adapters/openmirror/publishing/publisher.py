@@ -38,6 +38,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     PARTNER_EVENTS_FILE,
     PROCESSED_FOLDERS,
     PUBLISH_RECORD_FILE,
+    SCHEMA_FOLDER_SUFFIX,
     data_file_name,
     first_gap,
     highest_sequence_number,
@@ -276,6 +277,23 @@ class Publisher:
                 "(its mirrored table goes) and run again; otherwise give the model another mirror_table "
                 "or mirror_schema."
             )
+
+    def records_beside(self, table_folder: str) -> dict[str, PublishRecord]:
+        """The journals of the other table folders in `table_folder`'s schema folder (or the
+        root), by folder; unreadable ones are left out."""
+        parent, _, _ = table_folder.rpartition("/")
+        records = {}
+        for name in self.storage.list_names(parent):
+            folder = f"{parent}/{name}" if parent else name
+            if name.startswith("_") or name.endswith(SCHEMA_FOLDER_SUFFIX) or folder == table_folder:
+                continue
+            try:
+                record = self.read_record(folder)
+            except (PublishError, OSError):
+                continue
+            if record is not None:
+                records[folder] = record
+        return records
 
     def published_names(self, table_folder: str) -> set[str]:
         """Names in the table folder and in the folders the service moves processed files to."""

@@ -37,6 +37,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     Destination,
     RunPlan,
     SnapshotRecord,
+    left_behind,
     plan_run,
     snapshot_properties,
 )
@@ -586,10 +587,15 @@ class MirrorRun:
         new_columns: list[ColumnSpec],
     ) -> RunPlan:
         mirror = self.mirror
+        destination = self._destination(str(self.relations.target))
         if not state.exists:
-            self.context.publisher.check_new_folder_name(mirror.table_folder, mirror.model)
+            publisher = self.context.publisher
+            publisher.check_new_folder_name(mirror.table_folder, mirror.model)
+            owners = {f: (r.model, r.owner) for f, r in publisher.records_beside(mirror.table_folder).items()}
+            for old_folder in left_behind(destination, owners):
+                self._warn(f"Model '{mirror.model}': publishing {mirror.table_folder} for the first time; {old_folder}")
         plan = plan_run(
-            self._destination(str(self.relations.target)),
+            destination,
             key_columns,
             state,
             snapshot,
