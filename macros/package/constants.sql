@@ -10,6 +10,7 @@
       "folder_names": {"max_length": 128, "max_bytes": 248, "forbidden": "[/\\\\:*?\"<>|%\\x00-\\x1f\\x7f]", "schema_suffix": ".schema"},
       "hidden_values": "(values hidden: show_key_values=false)",
       "loads": {"full": "full", "incremental": "incremental"},
+      "lossy_file_formats": ["json", "csv", "text"],
       "manifest_columns": [["run_id", "string"], ["model", "string"], ["table_folder", "string"], ["key_columns", "string"], ["base_run_id", "string"], ["load", "string"], ["reason", "string"], ["staged_sequence", "bigint"], ["staged_folder", "string"], ["rows", "bigint"], ["marker_counts", "string"], ["state", "string"], ["recorded_at", "timestamp"], ["relation", "string"]],
       "manifest_folder": "_scratchPad/dbt-openmirror/manifest",
       "markers": {"insert": 0, "update": 1, "delete": 2, "upsert": 4},

@@ -37,6 +37,15 @@
   {{ return(value) }}
 {%- endmacro -%}
 
+{#- config.file_format_problem in Jinja (the same cases test both). -#}
+{%- macro openmirror_file_format_problem(value) -%}
+  {%- if value is string and value.strip().lower() in (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_constants().lossy_file_formats -%}
+    {{ return("file_format='" ~ value ~ "' does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and "
+        ~ "text no types at all), and {{ this }} is the record of what was published: use parquet or delta") }}
+  {%- endif -%}
+  {{ return(none) }}
+{%- endmacro -%}
+
 {%- macro openmirror_package_settings() -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {#- config.py's _relation_name: Spark's catalog lower-cases the names dbt's cache keeps as given. -#}
@@ -55,6 +64,8 @@
     {%- endif -%}
   {%- endfor -%}
 
+  {%- set file_format_problem = om.openmirror_file_format_problem(config.get('file_format')) -%}
+  {%- if file_format_problem -%}{%- do om.openmirror_fail(file_format_problem) -%}{%- endif -%}
   {%- set unique_key = config.get('unique_key') -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
   {%- if not keys or keys is string or keys is mapping or keys is not iterable -%}

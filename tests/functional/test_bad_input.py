@@ -34,6 +34,7 @@ BAD_MODELS = {
     "select id, interval '1' day as wait from {{ target.schema }}.src",
     "misspelt_config.sql": _model("unique_key='id', deleteflag='name'"),
     "percent_table.sql": _model("unique_key='id', mirror_table='%2E%2E'"),
+    "json_snapshot.sql": _model("unique_key='id', file_format='json'"),
     "clashing.sql": _model("unique_key='id'"),
     "fails_once.sql": _model("unique_key='id'").replace(
         "src", "src {% if var('boom', false) %} where raise_error('boom') is null {% endif %}"
@@ -78,6 +79,7 @@ class TestBadInput:
             ("upper_alias", ["'upper_alias'", ".Orders", ".orders)", "in lower case"]),
             ("misspelt_config", ["'misspelt_config'", "'deleteflag'", "did you mean 'delete_flag'"]),
             ("percent_table", ["'percent_table'", "'%2E%2E'", "percent-decodes"]),
+            ("json_snapshot", ["'json_snapshot'", "file_format='json'", "milliseconds", "parquet or delta"]),
             ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),
         ],
     )

@@ -50,7 +50,15 @@ from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
 from dbt.adapters.openmirror.run.audit import unaudited_reason, verdict
-from dbt.adapters.openmirror.run.config import CONFIGS, VARS, closest_name, mirror_config, near_miss, var_flag
+from dbt.adapters.openmirror.run.config import (
+    CONFIGS,
+    VARS,
+    closest_name,
+    file_format_problem,
+    mirror_config,
+    near_miss,
+    var_flag,
+)
 from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX, RunRelations
 from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
 from dbt.adapters.openmirror.spark.metastore_limits import PROPERTY_PART_LENGTH, read_properties
@@ -1087,3 +1095,10 @@ def test_a_shorter_value_written_over_parts_is_read_without_them(package):
     stored = {**_stored({"openmirror.published_columns": LONG}), **_stored({"openmirror.published_columns": "short"})}
     expected = {"openmirror.published_columns": "short"}
     assert read_properties(stored) == expected == package.openmirror_read_properties(stored)
+
+
+@pytest.mark.parametrize("file_format", [None, "parquet", "delta", "avro", "json", " CSV ", "text", 3])
+def test_file_format_rules_agree(package, file_format):
+    python = file_format_problem(file_format)
+    assert package.openmirror_file_format_problem(file_format) == python
+    assert (python is not None) == (str(file_format).strip().lower() in ("json", "csv", "text"))

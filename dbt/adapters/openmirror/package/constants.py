@@ -65,6 +65,7 @@ from dbt.adapters.openmirror.run.config import (
     FALSE_WORDS,
     IGNORE,
     LONG_NAME,
+    LOSSY_FILE_FORMATS,
     ON_SCHEMA_CHANGE,
     PUBLISH,
     ROW_MARKER_POSITIONS,
@@ -132,6 +133,7 @@ def constants() -> dict[str, Any]:
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,
         "parquet_write_settings": PARQUET_WRITE_SETTINGS,
+        "lossy_file_formats": list(LOSSY_FILE_FORMATS),
         "metastore": {"parts_marker": PARTS_MARKER, "part_key": PART_KEY.pattern},
         "markers": {"insert": INSERT, "update": UPDATE, "delete": DELETE, "upsert": UPSERT},
         "properties": {

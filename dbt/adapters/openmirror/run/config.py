@@ -180,6 +180,21 @@ def _delete_flag(model: str, value: Any, unique_key: list[str]) -> str | None:
     return value
 
 
+#: Table formats that do not keep Spark's types: a snapshot in one would change the values the
+#: next diff compares and the change files carry (JSON keeps timestamps in milliseconds).
+LOSSY_FILE_FORMATS = ("json", "csv", "text")
+
+
+def file_format_problem(value: Any) -> str | None:
+    """Why the model's `file_format` cannot hold its snapshot, or None."""
+    if isinstance(value, str) and value.strip().lower() in LOSSY_FILE_FORMATS:
+        return (
+            f"file_format={value!r} does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and "
+            "text no types at all), and {{ this }} is the record of what was published: use parquet or delta"
+        )
+    return None
+
+
 def _folder_name(model: str, setting: str, value: Any) -> str:
     problem = folder_name_problem(value)
     if problem:
@@ -229,6 +244,9 @@ def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigS
     if mirror_schema != "":  # '' is the mirror's default schema: no schema folder
         _folder_name(model, "mirror_schema", mirror_schema)
     unique_key = _unique_key(model, config.get("unique_key"))
+    problem = file_format_problem(config.get("file_format"))
+    if problem:
+        raise MirrorConfigError(f"Model '{model}': {problem}")
     return MirrorConfig(
         model=model,
         unique_key=unique_key,
