@@ -55,6 +55,13 @@
         ~ "under both spellings. Spell the schema and alias in lower case; mirror_schema and mirror_table "
         ~ "name the landing-zone folders in any case.") -%}
   {%- endif -%}
+  {%- set plain = om.openmirror_constants().names.plain_relation_name -%}
+  {%- if not (modules.re.fullmatch(plain, this.schema, modules.re.IGNORECASE)
+              and modules.re.fullmatch(plain, this.identifier, modules.re.IGNORECASE)) -%}
+    {%- do om.openmirror_fail("Spark's SQL reads the relation name " ~ this.schema ~ "." ~ this.identifier
+        ~ " only quoted, and dbt-spark does not quote it. Spell the schema and alias with letters a-z, digits and "
+        ~ "underscores; mirror_schema and mirror_table name the landing-zone folders with other characters.") -%}
+  {%- endif -%}
   {#- config.py's _config_names: dbt keeps any config key, so a misspelt one would be ignored. -#}
   {%- for name in model.unrendered_config | sort(case_sensitive=true) -%}
     {%- set meant = om.openmirror_near_miss(name, om.openmirror_constants().names.configs) -%}

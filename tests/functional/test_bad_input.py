@@ -35,6 +35,7 @@ BAD_MODELS = {
     "misspelt_config.sql": _model("unique_key='id', deleteflag='name'"),
     "percent_table.sql": _model("unique_key='id', mirror_table='%2E%2E'"),
     "json_snapshot.sql": _model("unique_key='id', file_format='json'"),
+    "accented_alias.sql": _model("unique_key='id', alias='café'"),
     "clashing.sql": _model("unique_key='id'"),
     "fails_once.sql": _model("unique_key='id'").replace(
         "src", "src {% if var('boom', false) %} where raise_error('boom') is null {% endif %}"
@@ -80,6 +81,7 @@ class TestBadInput:
             ("misspelt_config", ["'misspelt_config'", "'deleteflag'", "did you mean 'delete_flag'"]),
             ("percent_table", ["'percent_table'", "'%2E%2E'", "percent-decodes"]),
             ("json_snapshot", ["'json_snapshot'", "file_format='json'", "milliseconds", "parquet or delta"]),
+            ("accented_alias", ["'accented_alias'", ".café only quoted", "letters a-z"]),
             ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),
         ],
     )

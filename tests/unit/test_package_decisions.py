@@ -199,18 +199,31 @@ def test_config_choices_agree(config):
         assert setting in jinja_error
 
 
+PLAIN_NAMES = [("sales", "orders"), ("sales_2", "2024_orders"), ("s_", "o_1")]
+UNQUOTED_SPARK_CANNOT_READ = [
+    ("sales", "café"),
+    ("sales", "a.b"),
+    ("sales", "a b"),
+    ("sales", "a`b"),
+    ("s-1", "o"),
+    ("sales", "2024"),
+]
+
+
 @pytest.mark.parametrize(
-    "schema, identifier", [("sales", "orders"), ("Sales", "orders"), ("sales", "Orders"), ("sales", "order_Lines")]
+    "schema, identifier",
+    [*PLAIN_NAMES, ("Sales", "orders"), ("sales", "Orders"), ("sales", "order_Lines"), *UNQUOTED_SPARK_CANNOT_READ],
 )
 def test_relation_names_agree(schema, identifier):
-    """Spark lower-cases catalog names: a relation dbt spells otherwise is refused before anything runs."""
+    """Spark lower-cases catalog names, and dbt-spark does not quote them: a relation dbt spells
+    otherwise, or that Spark reads only quoted, is refused before anything runs."""
     config = {"unique_key": "id"}
     python, python_error = _python(lambda: mirror_config("m", schema, identifier, config), MirrorConfigError)
     this = SimpleNamespace(schema=schema, identifier=identifier)
     package = PackageMacros(config=config, variables={"openmirror_landing_zone": LANDING_ZONE}, this=this)
     _, jinja_error = _jinja(package.openmirror_package_settings)
     assert jinja_error == python_error
-    assert (python_error is None) == (f"{schema}.{identifier}" == f"{schema}.{identifier}".lower())
+    assert (python_error is None) == ((schema, identifier) in PLAIN_NAMES)
 
 
 def test_on_schema_change_ignore_is_refused_in_package_mode_only():

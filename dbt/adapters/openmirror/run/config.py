@@ -202,15 +202,26 @@ def _folder_name(model: str, setting: str, value: Any) -> str:
     return value
 
 
+#: A schema or table name Spark's SQL reads without quotes (dbt-spark does not quote them).
+PLAIN_RELATION_NAME = re.compile(r"[a-z0-9_]*[a-z_][a-z0-9_]*", re.IGNORECASE)
+
+
 def _relation_name(model: str, schema: str, identifier: str) -> None:
     """Spark's catalog lower-cases schema and table names: dbt's relation cache would then hold
-    two spellings of each relation the run renames, and stop the run after it published."""
+    two spellings of each relation the run renames, and stop the run after it published. And
+    dbt-spark writes them unquoted, so any other character fails as Spark's parse error."""
     if schema != schema.lower() or identifier != identifier.lower():
         raise MirrorConfigError(
             f"Model '{model}': Spark's catalog names the relation {schema}.{identifier} in lower case "
             f"({schema.lower()}.{identifier.lower()}), and dbt cannot track it under both spellings. "
             "Spell the schema and alias in lower case; mirror_schema and mirror_table name the "
             "landing-zone folders in any case."
+        )
+    if not (PLAIN_RELATION_NAME.fullmatch(schema) and PLAIN_RELATION_NAME.fullmatch(identifier)):
+        raise MirrorConfigError(
+            f"Model '{model}': Spark's SQL reads the relation name {schema}.{identifier} only quoted, and "
+            "dbt-spark does not quote it. Spell the schema and alias with letters a-z, digits and underscores; "
+            "mirror_schema and mirror_table name the landing-zone folders with other characters."
         )
 
 
