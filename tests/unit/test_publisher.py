@@ -492,6 +492,10 @@ def test_a_new_folder_the_mirror_would_take_for_another_is_refused(storage):
     (storage.root / "S.schema" / "T").mkdir(parents=True)  # an empty folder is no table
     with pytest.raises(PublishError, match="s.schema/T and s.schema/t differ"):
         publisher.check_new_folder_name("s.schema/T", "m")
+    (storage.root / "t3").mkdir()
+    (storage.root / "t3" / "00000000000000000001.parquet").write_bytes(b"x")
+    with pytest.raises(PublishError, match=r"dbo.schema/t3 and t3 name the same table .*root is schema dbo's"):
+        publisher.check_new_folder_name("dbo.schema/t3", "m")
 
 
 def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):
