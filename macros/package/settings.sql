@@ -22,17 +22,40 @@
   {{ return(value) }}
 {%- endmacro -%}
 
-{#- Names that become landing-zone folders: the rules of landing_zone.folder_name_problem. -#}
+{#- Names that become landing-zone folders: landing_zone.folder_name_problem in Jinja (the same
+    cases test both, messages included). -#}
+{%- macro openmirror_folder_name_problem(value) -%}
+  {%- set rules = (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_constants().folder_names -%}
+  {%- if value is not string -%}{{ return("it is not text (quote it in YAML)") }}{%- endif -%}
+  {%- if not value -%}{{ return("it is empty") }}{%- endif -%}
+  {%- if value in ('.', '..') -%}{{ return("it would leave its parent folder") }}{%- endif -%}
+  {%- if value[0] in '_.' -%}{{ return("names starting with '_' or '.' are ignored by the mirror") }}{%- endif -%}
+  {%- if value != value.strip() or value.endswith('.') -%}
+    {{ return("it starts or ends with a space, or ends with '.'") }}
+  {%- endif -%}
+  {%- if value | length > rules.max_length -%}{{ return("it is longer than " ~ rules.max_length ~ " characters") }}{%- endif -%}
+  {%- if value.encode('utf-8') | length > rules.max_bytes -%}
+    {{ return("it is longer than " ~ rules.max_bytes ~ " bytes in UTF-8 (file systems take 255 bytes a folder name, "
+        ~ "and a schema folder adds '" ~ rules.schema_suffix ~ "')") }}
+  {%- endif -%}
+  {%- set bad = modules.re.findall(rules.forbidden, value) | unique(case_sensitive=true) | sort(case_sensitive=true) | list -%}
+  {%- if bad -%}
+    {%- set shown = [] -%}
+    {%- for character in bad -%}{%- do shown.append("%r" | format(character)) -%}{%- endfor -%}
+    {{ return("it contains " ~ shown | join(', ') ~ (": whatever percent-decodes the name would read another folder "
+        ~ "('%2E%2E' is '..')" if '%' in bad else '')) }}
+  {%- endif -%}
+  {%- if value.lower().endswith(rules.schema_suffix) -%}
+    {{ return("it ends with '" ~ rules.schema_suffix ~ "', which marks schema folders") }}
+  {%- endif -%}
+  {{ return(none) }}
+{%- endmacro -%}
+
 {%- macro openmirror_folder_name(setting, value) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set rules = om.openmirror_constants().folder_names -%}
-  {%- if value is not string or not value or value in ('.', '..') or value[0] in '_.' or value != value.strip()
-        or value.endswith('.') or value | length > rules.max_length or value.encode('utf-8') | length > rules.max_bytes
-        or modules.re.search(rules.forbidden, value)
-        or value.lower().endswith(rules.schema_suffix) -%}
-    {%- do om.openmirror_fail(setting ~ "=" ~ tojson(value) ~ " cannot name a landing-zone folder (names must "
-        ~ "be text, not empty, not start with '_' or '.', not end with '.' or '" ~ rules.schema_suffix ~ "', be at most "
-        ~ rules.max_length ~ " characters and " ~ rules.max_bytes ~ " bytes in UTF-8, and contain none of / \\ : * ? \" < > | % or control characters)") -%}
+  {%- set problem = om.openmirror_folder_name_problem(value) -%}
+  {%- if problem -%}
+    {%- do om.openmirror_fail(setting ~ "=" ~ "%r" | format(value) ~ " cannot name a landing-zone folder: " ~ problem) -%}
   {%- endif -%}
   {{ return(value) }}
 {%- endmacro -%}

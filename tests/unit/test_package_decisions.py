@@ -49,6 +49,7 @@ from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan,
 from dbt.adapters.openmirror.publishing.publisher import TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, scratch_path
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, UPDATE, UPSERT
+from dbt.adapters.openmirror.run import config as config_module
 from dbt.adapters.openmirror.run.audit import unaudited_reason, verdict
 from dbt.adapters.openmirror.run.config import (
     CONFIGS,
@@ -460,8 +461,9 @@ FOLDER_NAMES = [
 
 @pytest.mark.parametrize("name", FOLDER_NAMES, ids=repr)
 def test_folder_name_rules_agree(package, name):
+    assert package.openmirror_folder_name_problem(name) == folder_name_problem(name)
     _, error = _jinja(lambda: package.openmirror_folder_name("mirror_table", name))
-    assert (folder_name_problem(name) is None) == (error is None), (folder_name_problem(name), error)
+    assert error == _python(lambda: config_module._folder_name("m", "mirror_table", name), MirrorConfigError)[1]
 
 
 # -- 3. key resolution (planning/keys.py, schema_plan.check_output_columns; openmirror_resolve_keys) --
