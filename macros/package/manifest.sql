@@ -138,15 +138,24 @@
     cleanup removes what the other is still writing, and that one may end without error and
     without its rows): with several dbt threads, models append to the manifest together. A row
     that did not arrive fails the model, as if it had stopped there; its next run settles it. -#}
-{%- macro openmirror_check_recorded(manifest, run_ids, state) -%}
+{%- macro openmirror_check_recorded(manifest, run_ids, state, copied_from=none) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- call statement('openmirror_manifest_refresh') -%}refresh table {{ manifest }}{%- endcall -%}
   {%- set quoted = [] -%}
   {%- for run_id in run_ids -%}{%- do quoted.append(om.openmirror_string(run_id)) -%}{%- endfor -%}
-  {%- set found = run_query("select distinct run_id from " ~ manifest ~ " where state = " ~ om.openmirror_string(state)
-      ~ " and run_id in (" ~ quoted | join(', ') ~ ")").columns[0].values() | list -%}
+  {%- set rows = run_query("select distinct state, run_id from " ~ manifest ~ " where state in ("
+      ~ om.openmirror_string(state) ~ ", " ~ om.openmirror_string(copied_from or state) ~ ") and run_id in ("
+      ~ quoted | join(', ') ~ ")").rows -%}
+  {%- set found, sources = [], [] -%}
+  {%- for row in rows -%}
+    {%- if row[0] == state -%}{%- do found.append(row[1]) -%}{%- endif -%}
+    {%- if row[0] == (copied_from or state) -%}{%- do sources.append(row[1]) -%}{%- endif -%}
+  {%- endfor -%}
+  {#- A row copied from another (settle_runs) is expected only where that one is there. -#}
   {%- set missing = [] -%}
-  {%- for run_id in run_ids if run_id not in found -%}{%- do missing.append(run_id) -%}{%- endfor -%}
+  {%- for run_id in run_ids if run_id not in found and (copied_from is none or run_id in sources) -%}
+    {%- do missing.append(run_id) -%}
+  {%- endfor -%}
   {%- if missing -%}
     {%- do exceptions.raise_compiler_error("the manifest row '" ~ state ~ "' of run " ~ missing | join(', ') ~ " was not written: "
         ~ "another model appended to " ~ manifest ~ " at the same time, and Spark's file commit lost this row. "
@@ -192,7 +201,7 @@
       select {{ copied | join(', ') }}
       from {{ manifest }} where state = {{ om.openmirror_string(from_state) }} and run_id in ({{ quoted | join(', ') }})
     {%- endcall -%}
-    {%- do om.openmirror_check_recorded(manifest, run_ids, state) -%}
+    {%- do om.openmirror_check_recorded(manifest, run_ids, state, copied_from=from_state) -%}
   {%- endif -%}
 {%- endmacro -%}
 

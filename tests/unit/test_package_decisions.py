@@ -1089,13 +1089,16 @@ PROPERTY_CASES = [
     {"openmirror.hash_columns": LONG, "openmirror.run_id": "r1"},
     {"openmirror.published_columns": "x" * PROPERTY_PART_LENGTH},
     {"openmirror.published_columns": "x" * (PROPERTY_PART_LENGTH + 1), "spark.sql.sources.schema.part.0": "{}"},
+    {"openmirror.published_columns": "a'b\\c" * 2000},  # escaped after it is split
 ]
+UNESCAPE = re.compile(r"\\(.)")
 PAIR = re.compile(r"'((?:[^'\\]|\\.)*)' = '((?:[^'\\]|\\.)*)'")
 
 
 def _stored(properties):
-    """The properties as `openmirror_properties` has Spark store them."""
-    return dict(PAIR.findall(str(sql_macros().openmirror_properties(properties))))
+    """The properties as `openmirror_properties` has Spark store them (its string literals read back)."""
+    pairs = PAIR.findall(str(sql_macros().openmirror_properties(properties)))
+    return {UNESCAPE.sub(r"\1", key): UNESCAPE.sub(r"\1", value) for key, value in pairs}
 
 
 @pytest.mark.parametrize("properties", PROPERTY_CASES, ids=lambda p: str({k: len(v) for k, v in p.items()}))

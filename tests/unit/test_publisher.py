@@ -140,6 +140,8 @@ def test_row_count_mismatch_and_bad_marker_type(storage):
             pa.schema([("d", pa.date32())], metadata={"org.apache.spark.legacyDateTime": ""}),
             "rebased to Spark's legacy calendar",
         ),
+        # Written under int96RebaseModeInWrite=LEGACY, whatever the file holds: nothing rebased.
+        (pa.schema([("d", pa.date32())], metadata={"org.apache.spark.legacyINT96": ""}), None),
     ],
 )
 def test_staged_files_spark_wrote_with_other_settings_are_not_published(storage, written, problem):
@@ -152,6 +154,9 @@ def test_staged_files_spark_wrote_with_other_settings_are_not_published(storage,
         table = pa.table(written)
     table = table.append_column("id", pa.array([1])).append_column("__rowMarker__", pa.array([0], pa.int32()))
     pq.write_table(table, folder / "part-00000-x.parquet", coerce_timestamps=None, allow_truncated_timestamps=True)
+    if problem is None:
+        assert publish(storage, 1).names == ["00000000000000000001.parquet"]
+        return
     with pytest.raises(PublishError, match=problem):
         publish(storage, 1)
     assert not (storage.root / TABLE).exists()
@@ -630,3 +635,14 @@ def test_the_first_publish_identifies_the_publisher_once(storage):
     stage(storage, 1)
     publish(storage, 1, last=1)
     assert json.loads((storage.root / "_partnerEvents.json").read_text()) == {"partnerName": "edited"}
+
+
+def test_the_journals_beside_a_new_folder_leave_out_what_cannot_be_read(storage):
+    stage(storage, 1)
+    publish(storage, 1)  # s.schema/t
+    for name, journal in (("damaged", b"{not json"), ("binary", b"\xff\xfe\x00")):
+        (storage.root / "s.schema" / name).mkdir()
+        (storage.root / "s.schema" / name / "_dbt_openmirror.json").write_bytes(journal)
+    (storage.root / "s.schema" / "other").mkdir()  # no journal: another publisher's folder
+    records = Publisher(storage).records_beside("s.schema/new")
+    assert list(records) == [TABLE] and records[TABLE].model == "m"

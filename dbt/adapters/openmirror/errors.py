@@ -32,7 +32,8 @@ class TargetExistsError(PublishError):
 
 
 class StagedFilesChangedError(PublishError):
-    """A run's staged files no longer hold the rows Spark counted when it wrote them."""
+    """A run's staged files cannot be published as they are: they no longer hold the rows Spark
+    counted when it wrote them, or Spark wrote them otherwise than the adapter asked."""
 
 
 class WriteConflictError(PublishError):

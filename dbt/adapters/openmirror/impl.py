@@ -26,7 +26,7 @@ from dbt.adapters.openmirror.planning.candidates import selects_candidates
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import MirroringService
 from dbt.adapters.openmirror.publishing.publisher import Publisher
-from dbt.adapters.openmirror.run.audit import require_audit_hook, unaudited_reason
+from dbt.adapters.openmirror.run.audit import model_relations, require_audit_hook, unaudited_reason
 from dbt.adapters.openmirror.run.config import (
     ConfigSource,
     MirrorConfig,
@@ -178,6 +178,7 @@ class OpenMirrorAdapter(SparkAdapter):
             empty,
             candidates=model_id in self._selected_candidates,
             report_only_because=unaudited,
+            project_relations=model_relations(nodes),
         )
         self._selected_candidates.discard(model_id)
         with self._runs_lock:

@@ -41,10 +41,11 @@ def overlay_limit(base_rows: int) -> int:
     return max(MIN_OVERLAY_ROWS, int(MAX_OVERLAY_SHARE * base_rows))
 
 
-def view_text_length(columns: list[str]) -> int:
-    """About how long the overlaid snapshot's view is: it names every column twice, quoted
-    (macros/sql/overlay.sql)."""
-    return 2 * sum(len(name) + 6 for name in columns) + 500
+def view_text_length(columns: list[str], key_columns: list[str]) -> int:
+    """At most how long the overlaid snapshot's view is (macros/sql/overlay.sql): it names every
+    column twice and every key column four times, quoted and qualified, besides its relations'
+    names and a few hundred characters of its own."""
+    return 2 * sum(len(name) + 6 for name in columns) + 4 * sum(len(name) + 10 for name in key_columns) + 2000
 
 
 def free_slot(snapshot: SnapshotRecord | None) -> str:
@@ -87,7 +88,7 @@ def overlay_refusal(facts: OverlayFacts) -> str | None:
     # ignored column is in neither the snapshot nor the overlay, and new to every run.
     if schema.added:
         return "the model added columns"
-    view_text = view_text_length([c.name for c in [*schema.columns, *schema.kept]])
+    view_text = view_text_length([c.name for c in [*schema.columns, *schema.kept]], plan.key_columns)
     if view_text > VIEW_TEXT_LIMIT:
         return (
             f"the snapshot's view would name its columns in about {view_text} characters, more than a "

@@ -2,7 +2,7 @@
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
@@ -242,11 +242,14 @@ def _mode_from_folder(
     return INCREMENTAL, ""
 
 
-def left_behind(destination: Destination, owners: Mapping[str, tuple[str, str | None]]) -> list[str]:
+def left_behind(
+    destination: Destination, owners: Mapping[str, tuple[str, str | None]], project_relations: Collection[str]
+) -> list[str]:
     """What to say of the other table folders beside a new one (`owners`: folder -> the model and
     the snapshot relation its journal names) that this model published under another relation of
-    the same schema: its alias or name changed, so no snapshot of it led here, and the old folder
-    stays a mirrored table that nothing updates."""
+    the same schema, no model of the project builds now (`project_relations`; versions of a model
+    share its name): its alias changed, so no snapshot of it led here, and the old folder stays a
+    mirrored table that nothing updates."""
     schema = destination.owner.rpartition(".")[0]
     return [
         f"{folder} was published by this model as {owner}, and is left as last published (its alias "
@@ -255,6 +258,7 @@ def left_behind(destination: Destination, owners: Mapping[str, tuple[str, str | 
         if model == destination.model
         and owner is not None
         and owner != destination.owner
+        and owner not in project_relations
         and owner.rpartition(".")[0] == schema
     ]
 

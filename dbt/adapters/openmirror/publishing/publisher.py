@@ -289,7 +289,7 @@ class Publisher:
                 continue
             try:
                 record = self.read_record(folder)
-            except (PublishError, OSError):
+            except (OpenMirrorError, OSError, ValueError):  # damaged, not text, or not readable to us
                 continue
             if record is not None:
                 records[folder] = record
@@ -407,7 +407,7 @@ class Publisher:
                 schema = parquet.schema_arrow
                 problems = written_problems(schema, parquet.metadata)
                 if problems:
-                    raise PublishError(f"staged file {path}: {'; '.join(problems)}. Nothing was published")
+                    raise StagedFilesChangedError(f"staged file {path}: {'; '.join(problems)}. Nothing was published")
                 marked = schema.get_field_index(ROW_MARKER) >= 0
                 if full_load and not marked:
                     return StagedFile(path, parquet.metadata.num_rows, {})

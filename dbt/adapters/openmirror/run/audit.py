@@ -30,6 +30,15 @@ def _value(node: Any, name: str) -> Any:
     return node.get(name) if isinstance(node, Mapping) else getattr(node, name, None)
 
 
+def model_relations(nodes: Mapping[str, Any]) -> frozenset[str]:
+    """`schema.alias` of every model of the project (`graph.nodes`)."""
+    return frozenset(
+        f"{_value(node, 'schema')}.{_value(node, 'alias')}"
+        for node in nodes.values()
+        if _value(node, "resource_type") == "model"
+    )
+
+
 def model_tests(model_id: str, nodes: Mapping[str, Any]) -> list:
     """Ids of the data tests that depend on the model (`graph.nodes`), in name order."""
     found = []

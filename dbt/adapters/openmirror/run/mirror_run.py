@@ -12,7 +12,7 @@ Every statement goes through `Statements` (the macros of macros/sql/) and every 
 `Catalog`, so the unit tests run each branch against a fake warehouse.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any, Final, cast
 
@@ -97,6 +97,7 @@ class MirrorRun:
         empty: bool,
         candidates: bool = False,
         report_only_because: str | None = None,
+        project_relations: Collection[str] = (),
     ) -> None:
         self.context = context
         self.held = held
@@ -108,6 +109,9 @@ class MirrorRun:
         self.empty = empty
         #: The model selected only candidate rows (its `is_incremental()` was true).
         self.candidates = candidates
+        #: The relations (`schema.alias`) the project's models build: table folders they own are
+        #: not left behind by this one.
+        self.project_relations = project_relations
         self.relations = RunRelations.of(this, self.publishes)
         #: What the run warned about: logged as it happens, reported with its result.
         self.warnings: list[str] = []
@@ -592,7 +596,7 @@ class MirrorRun:
             publisher = self.context.publisher
             publisher.check_new_folder_name(mirror.table_folder, mirror.model)
             owners = {f: (r.model, r.owner) for f, r in publisher.records_beside(mirror.table_folder).items()}
-            for old_folder in left_behind(destination, owners):
+            for old_folder in left_behind(destination, owners, self.project_relations):
                 self._warn(f"Model '{mirror.model}': publishing {mirror.table_folder} for the first time; {old_folder}")
         plan = plan_run(
             destination,

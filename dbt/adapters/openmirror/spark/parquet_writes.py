@@ -17,8 +17,10 @@ PARQUET_WRITE_SETTINGS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
 }
-#: Footer keys Spark writes into a file whose values it rebased to the legacy hybrid calendar.
-LEGACY_CALENDAR_KEYS = (b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96")
+#: The footer key Spark writes into a file whose dates and timestamps it rebased to the legacy
+#: hybrid calendar. (`org.apache.spark.legacyINT96` is written under int96RebaseModeInWrite=LEGACY
+#: whether or not the file has an INT96 column; one that has is refused by its unit, nanoseconds.)
+LEGACY_CALENDAR_KEY = b"org.apache.spark.legacyDateTime"
 
 
 def conflicting_settings(parameters: Mapping[str, Any]) -> list[str]:
@@ -40,7 +42,7 @@ def written_problems(schema: pa.Schema, metadata: pq.FileMetaData) -> list[str]:
         for field in schema
         if pa.types.is_timestamp(field.type) and field.type.unit != "us"
     ]
-    if any(key in (metadata.metadata or {}) for key in LEGACY_CALENDAR_KEYS):
+    if LEGACY_CALENDAR_KEY in (metadata.metadata or {}):
         problems.append(
             "its dates and timestamps were rebased to Spark's legacy calendar, which shifts values before "
             "1582 for every other reader (spark.sql.parquet.datetimeRebaseModeInWrite=LEGACY: set by a hook, "
