@@ -1120,3 +1120,35 @@ def test_file_format_rules_agree(package, file_format):
     python = file_format_problem(file_format)
     assert package.openmirror_file_format_problem(file_format) == python
     assert (python is not None) == (str(file_format).strip().lower() in ("json", "csv", "text"))
+
+
+@pytest.mark.parametrize(
+    "rows, copied_from, lost",
+    [
+        ([("staged", "r1")], None, False),
+        ([], None, True),  # the append did not arrive
+        ([], "held", False),  # a settle that had no held row to copy: nothing was expected
+        ([("held", "r1")], "held", True),
+        ([("held", "r1"), ("discarded", "r1")], "held", False),
+    ],
+)
+def test_a_manifest_row_that_did_not_arrive_fails_the_model(rows, copied_from, lost):
+    """Spark's file commit may lose a row two threads append at once (macros/package/manifest.sql)."""
+    statements: list[str] = []
+
+    def statement(name, caller=None, **_):
+        statements.append(caller())
+        return ""
+
+    state = "discarded" if copied_from else "staged"
+    macros = PackageMacros(statement=statement, run_query=lambda sql: SimpleNamespace(rows=rows, sql=sql))
+
+    def check():
+        macros.openmirror_check_recorded("s.openmirror_manifest", ["r1"], state, copied_from=copied_from)
+
+    if lost:
+        with pytest.raises(CompilationError, match=f"the manifest row '{state}' of run r1 was not written"):
+            check()
+    else:
+        check()
+    assert statements == ["refresh table s.openmirror_manifest"]
