@@ -498,6 +498,7 @@ class TestPackageKeyWarnings(InPackageMode):
         assert_mirror_equals(warehouse, table_folder(landing_zone, schema, "codes"), f"select * from {schema}.src")
 
 
+@pytest.mark.extended  # the race is not reproduced on demand; the check itself has unit cases
 class TestPackageModelsStagingAtOnce(InPackageMode):
     """With several dbt threads, models append to the one manifest table together, which Spark's
     file commit does not make safe: a row that did not arrive fails its model, and nothing is
