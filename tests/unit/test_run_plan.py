@@ -13,7 +13,7 @@ from dbt.adapters.openmirror.planning.run_plan import (
     snapshot_record,
 )
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec
-from dbt.adapters.openmirror.publishing.publisher import TableFolderState
+from dbt.adapters.openmirror.publishing.publisher import PublishRecord, TableFolderState
 
 FOLDER = "s.schema/t"
 LANDING_ZONE = "/data/lz"
@@ -176,14 +176,18 @@ def test_a_snapshot_whose_columns_are_not_the_published_ones_rebuilds():
 
 
 def test_a_folder_the_model_published_under_another_relation_of_its_schema_is_named():
-    owners = {
-        "s.schema/old_alias": ("m", "analytics.old_alias"),  # its alias changed: named
-        "s.schema/other": ("other_model", "analytics.other"),
-        "s.schema/dev": ("m", "dev_schema.m"),  # another target's schema: not this one's
-        "s.schema/m_again": ("m", "analytics.m"),  # the same relation (mirror_table changed): run_plan says so
-        "s.schema/no_owner": ("m", None),
-        "s.schema/m_v2": ("m", "analytics.m_v2"),  # another version of the model, built by the project
+    journals = {
+        "s.schema/old_alias": PublishRecord(1, ["id"], "m", owner="analytics.old_alias"),  # its alias changed: named
+        "s.schema/other": PublishRecord(1, ["id"], "other_model", owner="analytics.other"),
+        "s.schema/dev": PublishRecord(1, ["id"], "m", owner="dev_schema.m"),  # another target's schema: not this one's
+        "s.schema/m_again": PublishRecord(
+            1, ["id"], "m", owner="analytics.m"
+        ),  # the same relation (mirror_table changed): run_plan says so
+        "s.schema/no_owner": PublishRecord(1, ["id"], "m", owner=None),
+        "s.schema/m_v2": PublishRecord(
+            1, ["id"], "m", owner="analytics.m_v2"
+        ),  # another version of the model, built by the project
     }
-    [said] = left_behind(HERE, owners, {"analytics.m", "analytics.m_v2"})
+    [said] = left_behind(HERE, journals, {"analytics.m", "analytics.m_v2"})
     assert said.startswith("s.schema/old_alias was published by this model as analytics.old_alias")
     assert "left as last published" in said

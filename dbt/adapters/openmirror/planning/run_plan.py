@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dbt.adapters.openmirror.errors import KeyColumnsError, PublishError
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan, plan_schema
-from dbt.adapters.openmirror.publishing.publisher import TableFolderState
+from dbt.adapters.openmirror.publishing.publisher import PublishRecord, TableFolderState
 
 INITIAL, INCREMENTAL, REBUILD = "initial", "incremental", "rebuild"
 FIRST_PUBLISH, FULL_REFRESH = "first publish", "--full-refresh"
@@ -243,24 +243,25 @@ def _mode_from_folder(
 
 
 def left_behind(
-    destination: Destination, owners: Mapping[str, tuple[str, str | None]], project_relations: Collection[str]
+    destination: Destination, journals: Mapping[str, PublishRecord], project_relations: Collection[str]
 ) -> list[str]:
-    """What to say of the other table folders beside a new one (`owners`: folder -> the model and
-    the snapshot relation its journal names) that this model published under another relation of
-    the same schema, no model of the project builds now (`project_relations`; versions of a model
-    share its name): its alias changed, so no snapshot of it led here, and the old folder stays a
-    mirrored table that nothing updates."""
+    """What to say of the other table folders beside a new one (`journals`: folder -> its journal,
+    naming the model and the snapshot relation that published it) that this model published under
+    another relation of the same schema, which no model of the project builds now
+    (`project_relations`; versions of a model share its name): its alias changed, so no snapshot
+    of it led here, and the old folder stays a mirrored table that nothing updates."""
     schema = destination.owner.rpartition(".")[0]
-    return [
-        f"{folder} was published by this model as {owner}, and is left as last published (its alias "
-        "or name changed; delete the folder to drop its mirrored table)"
-        for folder, (model, owner) in sorted(owners.items())
-        if model == destination.model
-        and owner is not None
-        and owner != destination.owner
-        and owner not in project_relations
-        and owner.rpartition(".")[0] == schema
-    ]
+    said = []
+    for folder, journal in sorted(journals.items()):
+        owner = journal.owner
+        if journal.model != destination.model or owner is None or owner == destination.owner:
+            continue
+        if owner not in project_relations and owner.rpartition(".")[0] == schema:
+            said.append(
+                f"{folder} was published by this model as {owner}, and is left as last published (its alias "
+                "or name changed; delete the folder to drop its mirrored table)"
+            )
+    return said
 
 
 def _published_elsewhere(destination: Destination, snapshot: SnapshotRecord | None) -> str | None:

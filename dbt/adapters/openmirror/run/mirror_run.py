@@ -595,8 +595,8 @@ class MirrorRun:
         if not state.exists:
             publisher = self.context.publisher
             publisher.check_new_folder_name(mirror.table_folder, mirror.model)
-            owners = {f: (r.model, r.owner) for f, r in publisher.records_beside(mirror.table_folder).items()}
-            for old_folder in left_behind(destination, owners, self.project_relations):
+            journals = publisher.records_beside(mirror.table_folder)
+            for old_folder in left_behind(destination, journals, self.project_relations):
                 self._warn(f"Model '{mirror.model}': publishing {mirror.table_folder} for the first time; {old_folder}")
         plan = plan_run(
             destination,
