@@ -51,11 +51,15 @@
   {{ return(none) }}
 {%- endmacro -%}
 
-{%- macro openmirror_folder_name(setting, value) -%}
+{#- config.py's _folder_name: `value` of `setting`, or, with `default_from`, the schema or alias it defaults to. -#}
+{%- macro openmirror_folder_name(setting, value, default_from=none) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set problem = om.openmirror_folder_name_problem(value) -%}
   {%- if problem -%}
-    {%- do om.openmirror_fail(setting ~ "=" ~ "%r" | format(value) ~ " cannot name a landing-zone folder: " ~ problem) -%}
+    {%- set named = setting ~ "=" ~ "%r" | format(value) if default_from is none
+        else "the " ~ default_from ~ " " ~ "%r" | format(value) ~ " (" ~ setting ~ "'s default)" -%}
+    {%- set advice = "" if default_from is none else "; set " ~ setting ~ " to name the folder" -%}
+    {%- do om.openmirror_fail(named ~ " cannot name a landing-zone folder: " ~ problem ~ advice) -%}
   {%- endif -%}
   {{ return(value) }}
 {%- endmacro -%}
@@ -127,14 +131,17 @@
     {%- do om.openmirror_fail("--vars openmirror_manifest_schema must name a schema, got " ~ tojson(manifest_schema)) -%}
   {%- endif -%}
 
-  {#- config.py's _given: a config is its default only when it is not set; '' and false are refused. -#}
+  {#- config.py's _folder_setting: a config is its default only when it is not set; '' and false are refused
+      (mirror_schema='' is the mirror's default schema). -#}
   {%- set mirror_schema = config.get('mirror_schema') -%}
-  {%- set mirror_schema = this.schema if mirror_schema is none else mirror_schema -%}
-  {%- set mirror_table = config.get('mirror_table') -%}
-  {%- set mirror_table = om.openmirror_folder_name('mirror_table', this.identifier if mirror_table is none else mirror_table) -%}
-  {%- if mirror_schema != '' -%}
+  {%- if mirror_schema is none -%}
+    {%- set mirror_schema = om.openmirror_folder_name('mirror_schema', this.schema, 'schema') -%}
+  {%- elif mirror_schema != '' -%}
     {%- do om.openmirror_folder_name('mirror_schema', mirror_schema) -%}
   {%- endif -%}
+  {%- set mirror_table = config.get('mirror_table') -%}
+  {%- set mirror_table = om.openmirror_folder_name('mirror_table', this.identifier, 'alias') if mirror_table is none
+      else om.openmirror_folder_name('mirror_table', mirror_table) -%}
 
   {#- config.py's _whole_number: a YAML true is not 1, nor 2.5 a number of rows. -#}
   {%- set max_rows_per_file = config.get('max_rows_per_file') -%}

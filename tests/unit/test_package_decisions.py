@@ -209,11 +209,20 @@ UNQUOTED_SPARK_CANNOT_READ = [
     ("s-1", "o"),
     ("sales", "2024"),
 ]
+# Plain relation names that cannot name a landing-zone folder, when mirror_schema/mirror_table are not set.
+FOLDER_RULES_REFUSE = [("_staging", "orders"), ("sales", "_orders"), ("sales", "o" * 129)]
 
 
 @pytest.mark.parametrize(
     "schema, identifier",
-    [*PLAIN_NAMES, ("Sales", "orders"), ("sales", "Orders"), ("sales", "order_Lines"), *UNQUOTED_SPARK_CANNOT_READ],
+    [
+        *PLAIN_NAMES,
+        ("Sales", "orders"),
+        ("sales", "Orders"),
+        ("sales", "order_Lines"),
+        *UNQUOTED_SPARK_CANNOT_READ,
+        *FOLDER_RULES_REFUSE,
+    ],
 )
 def test_relation_names_agree(schema, identifier):
     """Spark lower-cases catalog names, and dbt-spark does not quote them: a relation dbt spells
@@ -225,6 +234,9 @@ def test_relation_names_agree(schema, identifier):
     _, jinja_error = _jinja(package.openmirror_package_settings)
     assert jinja_error == python_error
     assert (python_error is None) == ((schema, identifier) in PLAIN_NAMES)
+    if (schema, identifier) in FOLDER_RULES_REFUSE:  # named as what the user set: the schema or the alias
+        named = f"the schema '{schema}' (mirror_schema's default)" if schema.startswith("_") else "the alias"
+        assert named in python_error and "to name the folder" in python_error
 
 
 def test_on_schema_change_ignore_is_refused_in_package_mode_only():
@@ -460,10 +472,12 @@ FOLDER_NAMES = [
 
 
 @pytest.mark.parametrize("name", FOLDER_NAMES, ids=repr)
-def test_folder_name_rules_agree(package, name):
+@pytest.mark.parametrize("default_from", [None, "alias"])
+def test_folder_name_rules_agree(package, name, default_from):
     assert package.openmirror_folder_name_problem(name) == folder_name_problem(name)
-    _, error = _jinja(lambda: package.openmirror_folder_name("mirror_table", name))
-    assert error == _python(lambda: config_module._folder_name("m", "mirror_table", name), MirrorConfigError)[1]
+    _, error = _jinja(lambda: package.openmirror_folder_name("mirror_table", name, default_from))
+    expected = _python(lambda: config_module._folder_name("m", "mirror_table", name, default_from), MirrorConfigError)
+    assert error == expected[1]
 
 
 # -- 3. key resolution (planning/keys.py, schema_plan.check_output_columns; openmirror_resolve_keys) --

@@ -195,11 +195,23 @@ def file_format_problem(value: Any) -> str | None:
     return None
 
 
-def _folder_name(model: str, setting: str, value: Any) -> str:
+def _folder_name(model: str, setting: str, value: Any, default_from: str | None = None) -> str:
+    """`value` of `setting`, or, with `default_from`, the model's schema or alias it defaults to."""
     problem = folder_name_problem(value)
     if problem:
-        raise MirrorConfigError(f"Model '{model}': {setting}={value!r} cannot name a landing-zone folder: {problem}")
+        named = f"{setting}={value!r}" if default_from is None else f"the {default_from} {value!r} ({setting}'s default)"
+        advice = "" if default_from is None else f"; set {setting} to name the folder"
+        raise MirrorConfigError(f"Model '{model}': {named} cannot name a landing-zone folder: {problem}{advice}")
     return value
+
+
+def _folder_setting(model: str, config: ConfigSource, setting: str, default: str, default_from: str) -> str:
+    """A folder-name config, or the default only when it is not set (an empty one is refused;
+    `mirror_schema=''` is the mirror's default schema, without a schema folder)."""
+    value = config.get(setting)
+    if value is None:
+        return _folder_name(model, setting, default, default_from)
+    return value if setting == "mirror_schema" and value == "" else _folder_name(model, setting, value)
 
 
 #: A schema or table name Spark's SQL reads without quotes (dbt-spark does not quote them).
@@ -241,19 +253,11 @@ def _flag(model: str, name: str, value: Any, default: bool) -> bool:
     return value
 
 
-def _given(config: ConfigSource, name: str, default: str) -> Any:
-    """A config's value, or the default only when it is not set (an empty one is refused)."""
-    value = config.get(name)
-    return default if value is None else value
-
-
 def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigSource) -> MirrorConfig:
     """Validate a model's config; defaults follow the model's schema and identifier."""
     _relation_name(model, schema, identifier)
     _config_names(model, config.keys())
-    mirror_schema = _given(config, "mirror_schema", schema)
-    if mirror_schema != "":  # '' is the mirror's default schema: no schema folder
-        _folder_name(model, "mirror_schema", mirror_schema)
+    mirror_schema = _folder_setting(model, config, "mirror_schema", schema, "schema")
     unique_key = _unique_key(model, config.get("unique_key"))
     problem = file_format_problem(config.get("file_format"))
     if problem:
@@ -262,7 +266,7 @@ def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigS
         model=model,
         unique_key=unique_key,
         mirror_schema=mirror_schema,
-        mirror_table=_folder_name(model, "mirror_table", _given(config, "mirror_table", identifier)),
+        mirror_table=_folder_setting(model, config, "mirror_table", identifier, "alias"),
         parquet_compression=_choice(model, config, "parquet_compression", COMPRESSIONS),
         change_markers=_choice(model, config, "change_markers", CHANGE_MARKERS),
         row_marker_position=_choice(model, config, "row_marker_position", ROW_MARKER_POSITIONS),
