@@ -7,7 +7,7 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set select_list = [] -%}
   {%- for column in columns -%}
-    {%- do select_list.append(om.openmirror_published_value(om.openmirror_quote(column.name), column) ~ ' as ' ~ om.openmirror_quote(column.published_name)) -%}
+    {%- do select_list.append(om.openmirror_file_column(om.openmirror_quote(column.name), column) | trim) -%}
   {%- endfor -%}
   {%- for column in kept -%}{%- do select_list.append(om.openmirror_null_of(column)) -%}{%- endfor -%}
 select
@@ -32,11 +32,10 @@ from {{ relation }}
   {%- set unchanged = [] -%}
   {%- for column in columns -%}
     {%- set name = om.openmirror_quote(column.name) -%}
-    {%- set published = om.openmirror_quote(column.published_name) -%}
     {%- if column.name | lower in keys -%}
-      {%- do select_list.append(om.openmirror_published_value('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) ~ ' as ' ~ published) -%}
+      {%- do select_list.append(om.openmirror_file_column('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) | trim) -%}
     {%- else -%}
-      {%- do select_list.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ published) -%}
+      {%- do select_list.append(om.openmirror_file_column('n.' ~ name, column) | trim) -%}
       {%- if column.name | lower in added_names -%}
         {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
       {%- else -%}

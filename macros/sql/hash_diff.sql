@@ -103,13 +103,12 @@ where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__o
   {%- set deleted = [] -%}
   {%- for column in columns -%}
     {%- set name = om.openmirror_quote(column.name) -%}
-    {%- set published = om.openmirror_quote(column.published_name) -%}
     {%- if column.name | lower in keys -%}
       {#- Keys go through the published conversion too (a struct key is JSON text in every file). -#}
-      {%- do present.append(om.openmirror_published_value('c.' ~ name, column) ~ ' as ' ~ published) -%}
-      {%- do deleted.append(om.openmirror_published_value(name, column) ~ ' as ' ~ published) -%}
+      {%- do present.append(om.openmirror_file_column('c.' ~ name, column) | trim) -%}
+      {%- do deleted.append(om.openmirror_file_column(name, column) | trim) -%}
     {%- else -%}
-      {%- do present.append(om.openmirror_published_value('n.' ~ name, column) ~ ' as ' ~ published) -%}
+      {%- do present.append(om.openmirror_file_column('n.' ~ name, column) | trim) -%}
       {%- do deleted.append(om.openmirror_null_of(column)) -%}
     {%- endif -%}
   {%- endfor -%}

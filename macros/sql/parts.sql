@@ -78,6 +78,24 @@
   {{ sides[0] }} <=> {{ sides[1] }}{% if signs[0] %} and {{ signs[0] }} <=> {{ signs[1] }}{% endif -%}
 {%- endmacro -%}
 
+{#- A column of a change file: its published value under its published name. Text that is not
+    valid UTF-8 (cast from binary) fails the write: Parquet readers refuse such a file (DuckDB
+    refuses it whole), so the mirror could stop at it. Complex values need no check: to_json
+    writes U+FFFD for such bytes. -#}
+{%- macro openmirror_file_column(expression, column) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set value = om.openmirror_published_value(expression, column) | trim -%}
+  {%- if not column.is_complex and column.published_type.split('(')[0] in ('string', 'varchar', 'char') -%}
+    case when is_valid_utf8({{ value }}) is false then raise_error(concat({{ om.openmirror_string(
+        "column '" ~ column.name ~ "' holds text that is not valid UTF-8, which Parquet readers refuse: '") }},
+      left(make_valid_utf8({{ value }}), 60), {{ om.openmirror_string("' (U+FFFD marks the bytes). Nothing was "
+        ~ "published. Repair it in the model: decode(binary, '<its charset>') reads bytes of another encoding, "
+        ~ "make_valid_utf8(...) replaces what is not text.") }})) else {{ value }} end as {{ om.openmirror_quote(column.published_name) }}
+  {%- else -%}
+    {{ value }} as {{ om.openmirror_quote(column.published_name) }}
+  {%- endif -%}
+{%- endmacro -%}
+
 {%- macro openmirror_null_of(column) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   cast(null as {{ column.published_type }}) as {{ om.openmirror_quote(column.published_name) }}

@@ -40,6 +40,9 @@ BAD_MODELS = {
     "fails_once.sql": _model("unique_key='id'").replace(
         "src", "src {% if var('boom', false) %} where raise_error('boom') is null {% endif %}"
     ),
+    "latin_text.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+    "select id, region, case when id = 2 and {{ var('latin', false) }} then cast(X'63616689' as string) "
+    "else name end as name from {{ target.schema }}.src",
     # Another model named like one of `clashing`'s own tables, which its runs would overwrite.
     "clashing__om_base.sql": "{{ config(materialized='table') }}\nselect 'user data' as note",
 }
@@ -123,6 +126,20 @@ class TestBadInput:
         assert "--full-refresh" in message
         # The key change goes through as a rebuild when asked for.
         run_dbt(["run", "--select", "rekeyed", "--vars", "{key: name}", "--full-refresh"])
+
+    def test_text_that_is_not_utf8(self, project, warehouse, landing_zone):
+        """Parquet readers refuse such a file (DuckDB refuses it whole): the write fails, naming the
+        column and the value with U+FFFD for its bytes, on a first publish and on a change."""
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values (1, 'eu', 'a'), (2, 'us', 'b') as t(id, region, name)")
+        for first_publish in (True, False):
+            message = self._fails(project, landing_zone, "latin_text", "--vars", "{latin: true}")
+            assert "column 'name' holds text that is not valid UTF-8" in message and "'caf\ufffd'" in message
+            assert first_publish == (not table_folder(landing_zone, schema, "latin_text").exists())
+            run_dbt(["run", "--select", "latin_text"])
+            assert_mirror_equals(
+                warehouse, table_folder(landing_zone, schema, "latin_text"), f"select * from {schema}.src"
+            )
 
     def test_a_table_folder_dbt_cannot_write(self, project, warehouse, landing_zone):
         schema = project.test_schema

@@ -189,7 +189,7 @@ def test_columns_are_published_under_the_spelling_the_mirror_has():
         change_markers="insert_update_delete",
         position="last",
     ).split("union all")
-    assert "c.`id` as `ID`" in present and "n.`name` as `Name`" in present
+    assert "c.`id` as `ID`" in present and "else n.`name` end as `Name`" in present
     assert "cast(null as int) as `GONE`" in present
     assert "`id` as `ID`" in deleted and "cast(null as string) as `Name`" in deleted
     whole_rows = macros.openmirror_change_rows_sql(
@@ -202,7 +202,7 @@ def test_columns_are_published_under_the_spelling_the_mirror_has():
         change_markers="insert_update_delete",
         position="last",
     )
-    assert "coalesce(n.`id`, o.`id`) as `ID`" in whole_rows and "n.`name` as `Name`" in whole_rows
+    assert "coalesce(n.`id`, o.`id`) as `ID`" in whole_rows and "else n.`name` end as `Name`" in whole_rows
     initial = macros.openmirror_initial_load_sql(
         relation="s.new",
         columns=plan.columns,
@@ -210,7 +210,7 @@ def test_columns_are_published_under_the_spelling_the_mirror_has():
         change_markers="insert_update_delete",
         position="last",
     )
-    assert "`name` as `Name`" in initial
+    assert "else `name` end as `Name`" in initial
 
 
 def test_bucket_count_is_a_power_of_two_by_rows():

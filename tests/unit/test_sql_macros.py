@@ -1,6 +1,8 @@
 """The macros of macros/sql/ other than the hash diff's (test_hash_diff.py): quoting, the full load,
 the whole-row diff, writing and counting the change files, and the snapshot's table statements."""
 
+import pytest
+
 from dbt.adapters.openmirror.planning.overlay import IN_BASE
 from dbt.adapters.openmirror.planning.schema_plan import ColumnSpec, SchemaPlan
 from tests.support.sql_macros import sql_macros
@@ -95,10 +97,31 @@ def test_a_full_load_is_insert_only_without_a_marker_column():
     plan = SchemaPlan(columns=[ID, NAME, TAGS])
     for position in ("last", "first"):
         sql = initial_load(plan, "insert_update_delete", position)
-        assert sql.startswith("select\n  `id` as `id`,\n  `my ``odd`` name` as `my ``odd`` name`")
+        assert sql.startswith("select\n  `id` as `id`,\n  case when is_valid_utf8(`my ``odd`` name`) is false")
         assert "__rowMarker__" not in sql
         assert f"to_json(`tags`, {JSON}) as `tags`" in sql
         assert sql.endswith("\nfrom s.new")
+
+
+@pytest.mark.parametrize(
+    "column, checked",
+    [
+        (ColumnSpec("it's", "string"), "`it's`"),
+        (ColumnSpec("code", "varchar(3)"), "`code`"),
+        (ColumnSpec("name", "string collate UTF8_LCASE"), "collate(`name`, 'UTF8_BINARY')"),
+        (ID, None),
+        (ColumnSpec("raw", "binary"), None),
+        (TAGS, None),  # to_json writes U+FFFD for bytes that are not UTF-8
+    ],
+)
+def test_text_that_is_not_utf8_fails_the_write_naming_its_column(column, checked):
+    sql = macros.openmirror_file_column(column.name.replace("`", "``").join("``"), column)
+    if checked is None:
+        assert "is_valid_utf8" not in sql and "raise_error" not in sql
+        return
+    assert sql.startswith(f"case when is_valid_utf8({checked}) is false then raise_error(")
+    assert macros.openmirror_string(f"column '{column.name}' holds text that is not valid UTF-8")[1:-1] in sql
+    assert sql.endswith(f"else {checked} end as `{column.name}`")
 
 
 def test_an_upsert_full_load_keeps_its_markers_so_a_replay_cannot_duplicate():

@@ -199,7 +199,9 @@ def _folder_name(model: str, setting: str, value: Any, default_from: str | None 
     """`value` of `setting`, or, with `default_from`, the model's schema or alias it defaults to."""
     problem = folder_name_problem(value)
     if problem:
-        named = f"{setting}={value!r}" if default_from is None else f"the {default_from} {value!r} ({setting}'s default)"
+        named = (
+            f"{setting}={value!r}" if default_from is None else f"the {default_from} {value!r} ({setting}'s default)"
+        )
         advice = "" if default_from is None else f"; set {setting} to name the folder"
         raise MirrorConfigError(f"Model '{model}': {named} cannot name a landing-zone folder: {problem}{advice}")
     return value
