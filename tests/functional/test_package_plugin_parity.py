@@ -23,11 +23,16 @@ select * from values {{ var('rows') }} as t({{ var('columns') }})
 """
 
 BASE = "id, name, amount, seen_at"
-# Each step's rows: a first load, changes of every kind, no change, a new column, deletes.
+# Each step's rows: a first load, changes of every kind, no change, new columns, deletes.
 STEPS = [
     ("(1, 'a', 1.5D, timestamp'2024-01-01 10:00:00.123456'), (2, 'b', null, null), (3, 'c', 3D, null)", BASE),
     ("(1, 'a', 1.75D, timestamp'2024-01-01 10:00:00.123456'), (3, 'c', 3D, null), (4, 'd', 4D, null)", BASE),
     ("(1, 'a', 1.75D, timestamp'2024-01-01 10:00:00.123456'), (3, 'c', 3D, null), (4, 'd', 4D, null)", BASE),
+    (  # a column added with no row to change: a zero-row file carries it
+        "(1, 'a', 1.75D, timestamp'2024-01-01 10:00:00.123456', cast(null as string)),"
+        " (3, 'c', 3D, null, cast(null as string)), (4, 'd', 4D, null, cast(null as string))",
+        BASE + ", note",
+    ),
     (
         "(1, 'a', 1.75D, timestamp'2024-01-02 00:00:00', array(1, 2)), (4, 'd', 4D, null, null),"
         " (5, 'e', 5D, null, array(3))",
@@ -98,7 +103,9 @@ class TestPluginAndPackageAgree(InPackageMode):
         package_folder = table_folder(landing_zone, project.test_schema, "customers")
         plugin_folder = table_folder(plugin_zone, f"{project.test_schema}_plugin", "customers")
         package_files = _table_folder_contents(package_folder)
-        assert len(package_files) == 3  # the unchanged step publishes nothing
+        assert len(package_files) == 4  # the unchanged step publishes nothing
+        assert package_files[2][0] == "00000000000000000003.parquet" and package_files[2][2] == []
+        assert "note" in package_files[2][1].names  # the added column, in a zero-row file
         assert package_files == _table_folder_contents(plugin_folder)
         for name in ("_metadata.json",):
             assert (package_folder / name).read_text() == (plugin_folder / name).read_text()

@@ -198,11 +198,24 @@ class TestSchemaChanges:
         assert file_markers(folder)[-1] == [1]
         assert_mirror_equals(warehouse, folder, source)
 
+        # A column added with no row to change reaches the mirror in a zero-row file, once.
+        with_due = "select id, name, score, cast(null as date) as due from values (1, 'a', 10), (2, 'b', null)"
+        set_source(warehouse, schema, f"{with_due} as t(id, name, score)")
+        for published in (1, 0):
+            files = len(data_files(folder))
+            results = run_dbt(["run"])
+            assert len(data_files(folder)) == files + published
+            assert results[0].adapter_response["rows_affected"] == 0
+            assert "due" in pq.read_schema(data_files(folder)[-1]).names
+            assert_mirror_equals(warehouse, folder, source)
+            assert findings_for(landing_zone, folder) == []
+
         # A removed column is kept, NULL in new rows, as the mirror keeps it.
         set_source(warehouse, schema, "select * from values (1, 10), (2, null), (3, 30) as t(id, score)")
         run_dbt(["run"])
         assert sorted(file_markers(folder)[-1]) == [0, 1, 1]
-        assert_mirror_equals(warehouse, folder, f"select id, cast(null as string) as name, score from {schema}.src")
+        kept = "cast(null as string) as name, score, cast(null as date) as due"
+        assert_mirror_equals(warehouse, folder, f"select id, {kept} from {schema}.src")
         schema_of_file = pq.read_schema(data_files(folder)[-1])
         assert "name" in schema_of_file.names
         # Every published data column is nullable, so the mirror's schema merge takes the omission.

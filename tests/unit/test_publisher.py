@@ -24,13 +24,13 @@ def storage(tmp_path):
     return LocalStorage(tmp_path)
 
 
-def stage(storage, *row_counts, marker_type=pa.int32(), run_id="run-1"):
+def stage(storage, *row_counts, marker_type=pa.int32(), run_id="run-1", columns=("id",)):
     """Spark-like staging: part files, a _SUCCESS marker and checksum files (without a marker
     column when `marker_type` is None, as full loads are written)."""
     folder = storage.root / scratch_path(run_id)
     folder.mkdir(parents=True, exist_ok=True)
     for index, rows in enumerate(row_counts):
-        table = pa.table({"id": list(range(rows))})
+        table = pa.table({column: list(range(rows)) for column in columns})
         if marker_type is not None:
             table = table.append_column("__rowMarker__", pa.array([0] * rows, marker_type))
         pq.write_table(table, folder / f"part-{index:05d}-x.snappy.parquet")
@@ -330,6 +330,37 @@ def test_an_incremental_run_without_rows_publishes_nothing(storage):
     publish(storage, 1)
     stage(storage, 0)
     assert prepare(storage, 0, last=1).files == []
+
+
+def test_a_zero_row_file_is_published_once_to_add_a_column(storage):
+    """A column added with no row to change reaches the mirror in a zero-row file: the journal
+    records the columns of the last file, which every later file carries."""
+    stage(storage, 1)
+    publish(storage, 1)
+    publisher = Publisher(storage)
+
+    def prepared(run_id, columns):
+        stage(storage, 0, run_id=run_id, columns=columns)
+        state = publisher.table_state(TABLE)
+        return publisher.prepare(TABLE, ["id"], scratch_path(run_id), state, {}, "m", run_id, False, False)
+
+    assert Publisher(storage).table_state(TABLE).published_columns == ["id"]
+    assert prepared("run-2", ("id", "Note")).names == ["00000000000000000002.parquet"]
+    run = Run(storage, "run-2")
+    publish_under(run, prepared("run-2", ("id", "Note")), storage)
+    run.end()
+    assert publisher.table_state(TABLE).published_columns == ["id", "Note"]
+    assert prepared("run-3", ("ID", "note")).files == []  # the same columns, as the mirror compares names
+    run = Run(storage, "run-3")
+    publish_under(run, prepared("run-3", ("ID", "note")), storage)  # a run without files keeps the record's
+    run.end()
+    assert publisher.table_state(TABLE).published_columns == ["id", "Note"]
+    # A journal of an earlier version names no columns: nothing is known to be missing.
+    journal = storage.root / TABLE / "_dbt_openmirror.json"
+    journal.write_text(
+        json.dumps({k: v for k, v in json.loads(journal.read_text()).items() if k != "publishedColumns"})
+    )
+    assert prepared("run-4", ("id", "Note", "more")).files == []
 
 
 def test_the_journal_lets_an_interrupted_publish_finish(storage):

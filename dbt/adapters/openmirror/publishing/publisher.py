@@ -75,6 +75,8 @@ class PendingPublish:
     rows: int
     #: Who publishes: the model's snapshot relation (None when not known, as in package mode).
     owner: str | None = None
+    #: The columns its files carry (the row marker aside); None without files.
+    columns: list[str] | None = None
 
     @property
     def last_sequence_number(self) -> int:
@@ -98,6 +100,7 @@ class PendingPublish:
             "rows": self.rows,
             "files": [{"staged": staged, "name": name} for staged, name in self.files],
             "owner": self.owner,
+            "columns": self.columns,
         }
 
     @classmethod
@@ -113,6 +116,7 @@ class PendingPublish:
             files=[(str(f["staged"]), str(f["name"])) for f in data["files"]],
             rows=int(data["rows"]),
             owner=data.get("owner"),
+            columns=_names(data.get("columns")),
         )
         pending._check_paths()
         return pending
@@ -149,6 +153,10 @@ class PublishRecord:
     #: Who publishes the folder: the model's snapshot relation (two owners would rebuild each
     #: other's table; run_plan.py refuses that).
     owner: str | None = None
+    #: The columns of the last file published (the row marker aside): every file after a column
+    #: was added carries it, so these are the columns the mirrored table has. None: not known
+    #: (no file yet, or a journal of an earlier version).
+    columns: list[str] | None = None
 
     def to_json(self) -> str:
         document: dict[str, Any] = {
@@ -161,6 +169,7 @@ class PublishRecord:
             "publishedAt": self.published_at,
             "leaseGeneration": self.lease_generation,
             "waitForListing": self.wait_for_listing,
+            "publishedColumns": self.columns,
         }
         if self.pending is not None:
             document["pending"] = self.pending
@@ -180,7 +189,15 @@ class PublishRecord:
             lease_generation=int(data.get("leaseGeneration", 0)),
             wait_for_listing=bool(data.get("waitForListing", False)),
             owner=data.get("owner"),
+            columns=_names(data.get("publishedColumns")),
         )
+
+
+def _names(value: Any) -> list[str] | None:
+    """A journal's list of column names; anything else is not known."""
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        return list(value)
+    return None
 
 
 @dataclass(frozen=True)
@@ -200,6 +217,16 @@ class TableFolderState:
     owner: str | None = None
     #: Our record (PUBLISH_RECORD_FILE) is in the folder: without it, nothing says whose its files are.
     journaled: bool = True
+    #: The columns the mirrored table has from our files, as the record says (None: not known).
+    published_columns: list[str] | None = None
+
+    def lacks_columns_of(self, staged: "StagedFile") -> bool:
+        """Whether `staged` carries a column no file of ours published yet (compared as the
+        mirror compares names, regardless of case). Not known: no."""
+        if self.published_columns is None:
+            return False
+        published = {name.lower() for name in self.published_columns}
+        return any(name.lower() not in published for name in staged.columns)
 
     def unjournaled_files(self) -> str | None:
         """What the folder holds that no journal of ours accounts for, as a message's predicate
@@ -219,6 +246,8 @@ class StagedFile:
     rows: int
     #: Rows per marker of a change file (a full load's files carry no marker column).
     markers: dict[int, int]
+    #: Its columns, the row marker aside.
+    columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -329,7 +358,14 @@ class Publisher:
             conflict = self._folder_conflict(table_folder, metadata, record, waiting, names, found)
         # The service purges processed files after a while; our record still knows the number.
         return TableFolderState(
-            True, keys, max(found, record.last_sequence_number), pending, conflict, record.run_id, record.owner
+            True,
+            keys,
+            max(found, record.last_sequence_number),
+            pending,
+            conflict,
+            record.run_id,
+            record.owner,
+            published_columns=record.columns,
         )
 
     def _folder_conflict(
@@ -409,15 +445,16 @@ class Publisher:
                 if problems:
                     raise StagedFilesChangedError(f"staged file {path}: {'; '.join(problems)}. Nothing was published")
                 marked = schema.get_field_index(ROW_MARKER) >= 0
+                columns = tuple(name for name in schema.names if name != ROW_MARKER)
                 if full_load and not marked:
-                    return StagedFile(path, parquet.metadata.num_rows, {})
+                    return StagedFile(path, parquet.metadata.num_rows, {}, columns)
                 if not marked or str(schema.field(ROW_MARKER).type) != "int32":
                     raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
                 # One thread: see package/publish.py load_manifest.
                 markers = parquet.read(columns=[ROW_MARKER], use_threads=False).column(ROW_MARKER)
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise PublishError(f"staged file {path} is not readable Parquet: {exc}") from exc
-        return StagedFile(path, len(markers), count_markers(markers))
+        return StagedFile(path, len(markers), count_markers(markers), columns)
 
     def prepare(
         self,
@@ -434,8 +471,9 @@ class Publisher:
     ) -> PendingPublish:
         """Which staged file becomes which number. An incremental run without changes publishes
         nothing (and may have staged nothing); a full load always publishes at least one file so
-        the table exists. The staged files must hold the rows Spark counted, per marker for change
-        files (`expected_markers`)."""
+        the table exists, and so does a run whose files carry a column the mirrored table lacks
+        (a column added with no row to change: a zero-row file adds it). The staged files must
+        hold the rows Spark counted, per marker for change files (`expected_markers`)."""
         staged = self.staged_files(staged_folder, full_load)
         staged_rows, expected_rows = sum(f.rows for f in staged), sum(expected_markers.values())
         staged_markers = sum((Counter(f.markers) for f in staged), Counter())
@@ -450,11 +488,10 @@ class Publisher:
                 f"{len(staged)} files, Spark counted {expected_rows}{counted}: they were removed or changed "
                 "after they were staged"
             )
-        if full_load:
-            # Empty files add nothing; one is kept only so an empty model still creates its table.
-            to_publish = [f for f in staged if f.rows] or staged[:1]
-        else:
-            to_publish = [f for f in staged if f.rows]
+        # Empty files add no rows; one is kept only to create the table or add its columns.
+        to_publish = [f for f in staged if f.rows]
+        if not to_publish and staged and (full_load or state.lacks_columns_of(staged[0])):
+            to_publish = staged[:1]
         base = 0 if rebuild else state.last_sequence_number
         files = [(f.path, data_file_name(number)) for number, f in enumerate(to_publish, start=base + 1)]
         return PendingPublish(
@@ -468,6 +505,7 @@ class Publisher:
             files,
             expected_rows,
             owner,
+            list(to_publish[0].columns) if to_publish else None,
         )
 
     # -- publishing: begin, complete, commit ------------------------------------------------------
@@ -575,6 +613,7 @@ class Publisher:
             _now(),
             wait_for_listing=waiting,
             owner=pending.owner or (previous.owner if previous else None),
+            columns=pending.columns if pending.files else (previous.columns if previous else None),
         )
         self._write_journal(pending, record, fence, journal)
         self.storage.delete_folder(pending.staged_folder)

@@ -282,7 +282,8 @@ class MirrorRun:
         staging = self._start_staging()
         try:
             counts: dict[int, int] = {}
-            if plan.mode != INCREMENTAL or change.rows != 0:  # no changed keys: no row to read back
+            # No changed keys: no row to read back, unless a zero-row file adds the model's new columns.
+            if plan.mode != INCREMENTAL or change.rows != 0 or plan.schema.added:
                 self._write_change_files(staging, change)
                 counts = change.markers if change.markers is not None else self._marker_counts(plan, staging)
                 land_staged_files(self.context.storage, staging)
