@@ -3,6 +3,7 @@ zone in file order gives exactly the model output."""
 
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
@@ -321,3 +322,22 @@ class TestSnapshotAndFolderDisagree:
         assert _publish(project, warehouse, f"select * from values (1, 'b', 16) {COLUMNS}")["mode"] == "incremental"
         assert journal.exists()
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+        # Another publisher's table whose files are not named by number (LastUpdateTimeFileDetection,
+        # GUID names), or whose files the service processed and purged, is not deleted either.
+        import shutil
+
+        project.run_sql(f"drop table {schema}.customers")
+        for foreign, shown in (("3f2a9c1e.parquet", "3f2a9c1e.parquet"), ("_ProcessedFiles", "_ProcessedFiles/")):
+            shutil.rmtree(folder)
+            folder.mkdir()
+            metadata = {"keyColumns": ["id"], "fileDetectionStrategy": "LastUpdateTimeFileDetection"}
+            (folder / "_metadata.json").write_text(json.dumps(metadata))
+            if foreign.endswith(".parquet"):
+                pq.write_table(pa.table({"id": [7], "name": ["theirs"], "amount": [7]}), folder / foreign)
+            else:
+                (folder / foreign).mkdir()
+            left = tree_digest(landing_zone)
+            [result] = run_dbt(["run"], expect_pass=False)
+            assert f"holds {shown}, and no journal of dbt-openmirror" in result.message
+            assert tree_digest(landing_zone) == left and (folder / foreign).exists()

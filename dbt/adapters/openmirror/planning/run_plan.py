@@ -205,15 +205,15 @@ def _folder_plan(
     _check_owner(destination, folder)
     if folder.folder_conflict:
         raise PublishError(f"Model '{model}': {folder.folder_conflict}")
-    check_key_columns(model, folder.key_columns, key_columns)
     mode, reason = _mode_from_folder(destination, folder, snapshot)
     unjournaled = folder.unjournaled_files()
-    if mode == REBUILD and unjournaled:
+    if mode == REBUILD and unjournaled:  # before the key: another publisher's key is not a key change
         raise PublishError(
             f"Model '{model}': {destination.landing_zone}/{table_folder} {unjournaled}. The run would "
             f"rebuild the table ({reason}), deleting them. Nothing was published. Find out who writes "
             "into this folder; run with --full-refresh to take it over."
         )
+    check_key_columns(model, folder.key_columns, key_columns)
     return mode, reason
 
 

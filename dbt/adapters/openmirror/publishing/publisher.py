@@ -219,6 +219,9 @@ class TableFolderState:
     journaled: bool = True
     #: The columns the mirrored table has from our files, as the record says (None: not known).
     published_columns: list[str] | None = None
+    #: Without our journal: what the folder holds besides `_`-names (files of any naming or format,
+    #: and what the service processed), as paths in the folder.
+    unaccounted: tuple[str, ...] = ()
 
     def lacks_columns_of(self, staged: "StagedFile") -> bool:
         """Whether `staged` carries a column no file of ours published yet (compared as the
@@ -231,12 +234,16 @@ class TableFolderState:
     def unjournaled_files(self) -> str | None:
         """What the folder holds that no journal of ours accounts for, as a message's predicate
         (None: nothing, or our journal is there). Only `--full-refresh` may delete such files."""
-        if self.journaled or not self.last_sequence_number:
+        if self.journaled or not (self.last_sequence_number or self.unaccounted):
             return None
+        if self.last_sequence_number:
+            held = f"files up to {data_file_name(self.last_sequence_number)}"
+        else:
+            more = f" and {len(self.unaccounted) - 3} more" if len(self.unaccounted) > 3 else ""
+            held = f"{', '.join(self.unaccounted[:3])}{more}"
         return (
-            f"holds files up to {data_file_name(self.last_sequence_number)}, and no journal of "
-            f"dbt-openmirror ({PUBLISH_RECORD_FILE}) says whose they are: another publisher's table, or "
-            "the journal was deleted"
+            f"holds {held}, and no journal of dbt-openmirror ({PUBLISH_RECORD_FILE}) says whose they "
+            "are: another publisher's table, or the journal was deleted"
         )
 
 
@@ -338,6 +345,18 @@ class Publisher:
             names.update(self.storage.list_names(f"{table_folder}/{folder}"))
         return waiting, names
 
+    def _unaccounted(self, table_folder: str, waiting: Sequence[str]) -> tuple[str, ...]:
+        """What a folder without our journal holds that is data: any name the mirror reads (not
+        only `<20 digits>.parquet`: another publisher may name files by GUID, or write CSV), and
+        anything in, or just, the folders of files the service processed (a live table whose
+        files were purged)."""
+        found = [name for name in waiting if not name.startswith(("_", "."))]
+        for processed in PROCESSED_FOLDERS:
+            if processed in waiting:
+                inside = self.storage.list_names(f"{table_folder}/{processed}")
+                found += [f"{processed}/{name}" for name in inside] or [f"{processed}/"]
+        return tuple(sorted(found))
+
     def table_state(self, table_folder: str) -> TableFolderState:
         waiting, names = self._listed_names(table_folder)
         if not waiting:
@@ -349,7 +368,9 @@ class Publisher:
         found = highest_sequence_number(sorted(names))
         record = self.read_record(table_folder)
         if record is None:
-            return TableFolderState(True, keys, found, journaled=False)
+            return TableFolderState(
+                True, keys, found, journaled=False, unaccounted=self._unaccounted(table_folder, waiting)
+            )
         if keys is None:  # `_metadata.json` deleted: the key we declared still holds (complete() writes it back)
             keys = list(record.key_columns)
         pending = PendingPublish.from_dict(record.pending, record, table_folder) if record.pending else None
