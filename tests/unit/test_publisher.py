@@ -544,6 +544,14 @@ def test_files_beyond_our_record_are_an_error_that_says_what_to_do(storage):
     assert "holds file 00000000000000000002.parquet" in state.folder_conflict
     assert "last number it published is 1" in state.folder_conflict
     assert "--full-refresh" in state.folder_conflict
+    assert "remove the files after 1 if they are not wanted" in state.folder_conflict
+    # Once the mirror applied it, removing it would take nothing out, and its number stays used.
+    processed = storage.root / TABLE / "_ProcessedFiles"
+    processed.mkdir()
+    (storage.root / TABLE / "00000000000000000002.parquet").rename(processed / "00000000000000000002.parquet")
+    conflict = Publisher(storage).table_state(TABLE).folder_conflict
+    assert "already applied 00000000000000000002.parquet" in conflict and "--full-refresh" in conflict
+    assert "remove the files" not in conflict
 
 
 def test_fewer_files_than_recorded_is_the_service_cleaning_up(storage):

@@ -420,13 +420,22 @@ class Publisher:
                 "or run with --full-refresh to rebuild the table with the model's key."
             )
         if found > recorded:
+            # One the service processed is in the mirrored table: removing it takes nothing out, and
+            # its number may not be used again.
+            processed = sorted(n for n in names if (parse_sequence_number(n) or 0) > recorded and n not in waiting)
+            repair = (
+                f"the mirror has already applied {processed[0]}, so removing files would not take their rows "
+                "out of the mirrored table, and a number is never used twice: run with --full-refresh to "
+                "rebuild the table from the model."
+                if processed
+                else f"then remove the files after {recorded} if they are not wanted, or run with --full-refresh "
+                "to rebuild the table from the model."
+            )
             return (
                 f"{folder} holds file {data_file_name(found)} but dbt-openmirror's record "
                 f"({PUBLISH_RECORD_FILE}) says the last number it published is {recorded}: files after "
                 f"{recorded} were written by someone else (another publisher, or a copied or restored "
-                "folder). Nothing was published. Find out who writes into this folder; then remove the "
-                f"files after {recorded} if they are not wanted, or run with --full-refresh to rebuild "
-                "the table from the model."
+                f"folder). Nothing was published. Find out who writes into this folder; {repair}"
             )
         gap = first_gap(waiting, names, recorded)
         if gap is not None:
