@@ -104,6 +104,26 @@ def test_a_status_file_caught_half_written_is_read_again(item):
     assert time.now == 1
 
 
+def test_a_status_file_that_stays_unreadable_is_named_when_the_wait_ends(item):
+    (item / "Monitoring" / "tables.json").write_text('{"tables": [')
+    with pytest.raises(ServiceWaitError, match="tables.json could not be read") as failed:
+        service(item, FakeTime()).wait_until_dropped(TABLE, timeout_seconds=5, model="orders")
+    assert "still lists table sales.orders, whose" not in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"tables": [{"sourceTableName": ["x"]}]},
+        {"tables": [{"sourceSchemaName": 5, "sourceTableName": "t"}]},
+        {"tables": 7},
+    ],
+)
+def test_entries_that_name_no_table_are_skipped(item, document):
+    (item / "Monitoring" / "tables.json").write_text(json.dumps(document))
+    assert service(item, FakeTime()).lists(TABLE) is False
+
+
 def stage(storage, run_id, rows, marked):
     folder = storage.root / scratch_path(run_id)
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,3 +198,8 @@ def test_a_stopped_replication_fails_at_once_saying_what_to_start(item):
     (item / "Monitoring" / "replicator.json").write_text('{"status": "Running"}')
     time = FakeTime(on_sleep=lambda now: service_lists(item))
     service(item, time).wait_until_dropped(TABLE, timeout_seconds=600, model="orders")
+    # Stopped, but nothing to wait for: the table is listed already, or was never listed.
+    (item / "Monitoring" / "replicator.json").write_text('{"status": "Stopped"}')
+    service(item, FakeTime()).wait_until_dropped(TABLE, timeout_seconds=600, model="orders")
+    service_lists(item, ("sales", "orders"))
+    service(item, FakeTime()).wait_until_listed(TABLE, timeout_seconds=600, model="orders")

@@ -516,6 +516,22 @@ def test_status_says_what_a_deleted_journal_stops(storage, capsys):
     assert "a dbt run that would rebuild the table refuses it, as does `dbt-openmirror publish`" in out
 
 
+def test_status_shows_the_landing_zone_when_the_mirrors_status_is_unreadable(tmp_path, capsys):
+    """A tables.json caught half-written beside the landing zone: said in a line, not a traceback."""
+    from dbt.adapters.openmirror.tools.cli import main
+
+    storage = LocalStorage(tmp_path / "Files" / "LandingZone")
+    storage.root.mkdir(parents=True)
+    stage(storage, 1)
+    publish(storage, 1)
+    (tmp_path / "Files" / "Monitoring").mkdir()
+    (tmp_path / "Files" / "Monitoring" / "tables.json").write_text('{"tables": [')
+    assert main(["status", str(storage.root)]) == 0
+    out = capsys.readouterr().out
+    assert "mirror status not readable: Files/Monitoring tables.json is not valid JSON" in out
+    assert "s.t " in out
+
+
 def test_a_new_folder_the_mirror_would_take_for_another_is_refused(storage):
     stage(storage, 1)
     publish(storage, 1)  # s.schema/t

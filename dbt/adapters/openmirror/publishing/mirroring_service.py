@@ -63,20 +63,22 @@ class MirroringService:
         self._wait(table_folder, True, timeout_seconds, model)
 
     def _wait(self, table_folder: str, listed: bool, timeout_seconds: float, model: str) -> None:
-        self._check_replicating(table_folder, listed, model)
         deadline = self.clock() + timeout_seconds
         pause = _FIRST_PAUSE_SECONDS
+        unreadable: str | None = None  # why tables.json could not be read, the last time
         while True:
             try:
-                found = self.lists(table_folder)
-            except _Unsure:
-                found = not listed  # not known yet: look again
+                found, unreadable = self.lists(table_folder), None
+            except _Unsure as exc:
+                found, unreadable = not listed, str(exc)  # not known yet: look again
             if found is None:
                 self._say_unreadable()
                 return
             if found == listed:
                 return
             if pause == _FIRST_PAUSE_SECONDS:
+                # Only a wait that is needed: a stopped replication then never ends it.
+                self._check_replicating(table_folder, listed, model)
                 schema, table = table_identity(table_folder)
                 state = "lists" if listed else "no longer lists"
                 self.log(
@@ -85,7 +87,7 @@ class MirroringService:
                 )
             left = deadline - self.clock()
             if left <= 0:
-                raise ServiceWaitError(self._gave_up(table_folder, listed, timeout_seconds, model))
+                raise ServiceWaitError(self._gave_up(table_folder, listed, timeout_seconds, model, unreadable))
             self.sleep(min(pause, left))
             pause = min(pause * 2, _LONGEST_PAUSE_SECONDS)
 
@@ -112,9 +114,16 @@ class MirroringService:
                 f"{TABLES_FILE} beside the landing zone), so rebuilds do not wait for the service"
             )
 
-    def _gave_up(self, table_folder: str, listed: bool, timeout_seconds: float, model: str) -> str:
+    def _gave_up(
+        self, table_folder: str, listed: bool, timeout_seconds: float, model: str, unreadable: str | None
+    ) -> str:
         schema, table = table_identity(table_folder)
-        if listed:
+        if unreadable is not None:
+            waited_for = (
+                f"the mirroring service's {TABLES_FILE} could not be read ({unreadable}), so nothing says "
+                f"whether it {'lists' if listed else 'still lists'} table {schema}.{table}"
+            )
+        elif listed:
             waited_for = (
                 f"the mirroring service has not listed table {schema}.{table} again since its "
                 "folder was loaded in full, and incremental files are published only after it has"

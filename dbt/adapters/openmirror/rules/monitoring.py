@@ -52,12 +52,19 @@ def _json(text: str, what: str) -> Any:
 def parse_tables(text: str, where: str = TABLES_FILE) -> dict[tuple[str, str], MirroredTable]:
     """(schema, table) → its status, from a `tables.json` text."""
     document = _json(text, where)
-    entries = document.get("tables", []) if isinstance(document, dict) else []
+    entries = document.get("tables") if isinstance(document, dict) else None
     tables = {}
-    for entry in entries:
-        if not isinstance(entry, dict) or not entry.get("sourceTableName"):
+    for entry in entries if isinstance(entries, list) else []:
+        # Names that are not text name no table (the documents are not versioned: skip, not fail).
+        if (
+            not isinstance(entry, dict)
+            or not entry.get("sourceTableName")
+            or not isinstance(entry["sourceTableName"], str)
+        ):
             continue
         schema = entry.get("sourceSchemaName") or DEFAULT_SCHEMA
+        if not isinstance(schema, str):
+            continue
         metrics = entry.get("metrics")
         rows = metrics.get("processedRows") if isinstance(metrics, dict) else None
         tables[(schema, entry["sourceTableName"])] = MirroredTable(

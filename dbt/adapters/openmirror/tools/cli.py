@@ -145,7 +145,11 @@ def _status(args: argparse.Namespace) -> int:
     publisher = Publisher(storage)
     leases = LeaseManager(storage)
     source, tables_text, replicator_text = _mirror_status(args, storage)
-    mirrored = parse_tables(tables_text, f"{source} {TABLES_FILE}") if tables_text else {}
+    try:
+        mirrored = parse_tables(tables_text, f"{source} {TABLES_FILE}") if tables_text else {}
+    except ValueError as exc:  # caught while the mirror rewrites it: the landing zone is still shown
+        print(f"mirror status not readable: {exc}")
+        mirrored = {}
     if replicator_text:
         print(f"mirrored database ({source}): {describe_replicator(replicator_text)}")
     print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror ({source})")
