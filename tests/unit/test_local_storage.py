@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from dbt.adapters.openmirror.errors import LandingZoneAccessError
+from dbt.adapters.openmirror.errors import LandingZoneAccessError, LandingZoneConfigError
 from dbt.adapters.openmirror.rules.landing_zone import RUN_ID_PATTERN, STAGING_ROOT
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.support.killed_midway import Killed, killed_after_unlinks
@@ -107,3 +107,26 @@ def test_a_folder_that_cannot_be_renamed_aside_is_deleted_file_by_file(tmp_path,
     monkeypatch.setattr(os, "rename", refuse)
     storage.delete_folder("s.schema/t")
     assert not (tmp_path / "s.schema" / "t").exists()
+
+
+def test_nothing_is_read_written_or_moved_through_a_symbolic_link_out_of_the_landing_zone(tmp_path):
+    """The local mirror moves processed files: through a linked table folder, it moved files
+    outside the landing zone. A link that stays inside is followed as before."""
+    outside = tmp_path / "outside"
+    (outside / "t").mkdir(parents=True)
+    (outside / "t" / "00000000000000000001.parquet").write_bytes(b"theirs")
+    root = tmp_path / "lz"
+    (root / "s.schema").mkdir(parents=True)
+    (root / "s.schema" / "t").symlink_to(outside / "t")
+    (root / "elsewhere.schema").symlink_to(root / "s.schema")
+    storage = LocalStorage(root)
+    for operation in (
+        lambda: storage.list_names("s.schema/t"),
+        lambda: storage.read_text("s.schema/t/_metadata.json"),
+        lambda: storage.write_text("s.schema/t/_metadata.json", "{}", create_only=True),
+        lambda: storage.rename_create_only("s.schema/t/00000000000000000001.parquet", "s.schema/u/x.parquet"),
+    ):
+        with pytest.raises(LandingZoneConfigError, match="leads out of the landing zone .* through a symbolic link"):
+            operation()
+    assert sorted(p.name for p in (outside / "t").iterdir()) == ["00000000000000000001.parquet"]
+    assert storage.list_names("elsewhere.schema") == ["t"]

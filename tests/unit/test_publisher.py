@@ -701,3 +701,22 @@ def test_the_journals_beside_a_new_folder_leave_out_what_cannot_be_read(storage)
     (storage.root / "s.schema" / "other").mkdir()  # no journal: another publisher's folder
     records = Publisher(storage).records_beside("s.schema/new")
     assert list(records) == [TABLE] and records[TABLE].model == "m"
+
+
+def test_a_number_another_writer_takes_during_the_renames_is_named_with_the_model(storage, monkeypatch):
+    stage(storage, 1, 1)
+    pending = prepare(storage, 2)
+    run = Run(storage, pending.run_id)
+    publisher = Publisher(storage)
+    publisher.begin(pending, run.fence)
+    rename = storage.rename_create_only
+
+    def racing(source, target):
+        if target.endswith("2.parquet"):  # another writer links the next number first
+            (storage.root / target).write_bytes(b"theirs")
+        rename(source, target)
+
+    monkeypatch.setattr(storage, "rename_create_only", racing)
+    with pytest.raises(PublishError, match=r"Model 'm': .*00000000000000000002.parquet appeared while this run"):
+        publisher.complete(pending, run.fence)
+    assert (storage.root / TABLE / "00000000000000000002.parquet").read_bytes() == b"theirs"

@@ -600,7 +600,14 @@ class Publisher:
             staged_name = staged_path.rsplit("/", 1)[-1]
             fence.check()
             if name not in present:
-                self.storage.rename_create_only(staged_path, f"{folder}/{name}")
+                try:
+                    self.storage.rename_create_only(staged_path, f"{folder}/{name}")
+                except TargetExistsError:  # created since the listing: not by a run holding the lease
+                    raise PublishError(
+                        f"Model '{pending.model}': {folder}/{name} appeared while this run published its "
+                        f"files after {pending.base_sequence_number}; another writer used this number. The "
+                        "journal keeps what this run published. Run with --full-refresh to rebuild the table."
+                    ) from None
             elif staged_name in staged_names:
                 # Stopped between linking the final name and unlinking the staged one?
                 self._check_ours(staged_path, folder, name, pending.model)

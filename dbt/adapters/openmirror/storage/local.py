@@ -107,7 +107,15 @@ class LocalStorage(LandingZoneStorage):
         # A backslash would be a separator on Windows, where joining it could climb out.
         if relative.is_absolute() or ".." in relative.parts or "\\" in path:
             raise LandingZoneConfigError(f"path {path!r} would leave the landing zone {self.root}")
-        return self.root.joinpath(*relative.parts)
+        joined = self.root.joinpath(*relative.parts)
+        # A symbolic link inside the landing zone may point anywhere: nothing is read, written or
+        # moved through one that leads out (the local mirror moves processed files).
+        if not joined.resolve().is_relative_to(self.root.resolve()):
+            raise LandingZoneConfigError(
+                f"{joined} leads out of the landing zone {self.root} through a symbolic link: "
+                "dbt-openmirror reads and writes only inside the landing zone"
+            )
+        return joined
 
     def spark_uri(self, path: str) -> str:
         # Hadoop reads the text after file:// as a plain path: no percent-encoding.
@@ -213,9 +221,9 @@ class LocalStorage(LandingZoneStorage):
         shutil.copyfile(local_path, target)
 
     def rename_create_only(self, source: str, target: str) -> None:
-        target_path = self._resolve(target)
+        source_path, target_path = self._resolve(source), self._resolve(target)
         target_path.parent.mkdir(parents=True, exist_ok=True)
-        self._link_then_unlink(self._resolve(source), target_path, target)
+        self._link_then_unlink(source_path, target_path, target)
 
     @staticmethod
     def _link_then_unlink(source: Path, target: Path, shown_as: str) -> None:
