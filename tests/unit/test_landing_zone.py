@@ -68,6 +68,8 @@ def test_highest_sequence_number_ignores_other_names():
         ("%62ase", "'%'"),
         ("%2F", "'%'"),
         ("100%", "'%'"),
+        # A name listed from a file system in another encoding (Python keeps its bytes as surrogates).
+        (b"s\xff".decode("utf-8", "surrogateescape"), "not UTF-8 text"),
     ],
 )
 def test_folder_name_problem(name, problem):

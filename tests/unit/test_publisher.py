@@ -720,3 +720,23 @@ def test_a_number_another_writer_takes_during_the_renames_is_named_with_the_mode
     with pytest.raises(PublishError, match=r"Model 'm': .*00000000000000000002.parquet appeared while this run"):
         publisher.complete(pending, run.fence)
     assert (storage.root / TABLE / "00000000000000000002.parquet").read_bytes() == b"theirs"
+
+
+@pytest.mark.parametrize(
+    "name, content, named",
+    [
+        ("_metadata.json", b'{"keyColumns": ["\xff"]}', "_metadata.json is not UTF-8 text"),
+        ("_dbt_openmirror.json", b'{"x": ' + b"[" * 5000 + b"]" * 5000 + b"}", r"is damaged \(nested too deeply\)"),
+        ("_metadata.json", b'{"keyColumns": ["id"], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
+    ],
+)
+def test_files_anyone_may_write_that_are_not_utf8_or_nested_too_deeply_name_themselves(storage, name, content, named):
+    from dbt.adapters.openmirror.tools.cli import main
+
+    stage(storage, 1)
+    publish(storage, 1)
+    (storage.root / TABLE / name).write_bytes(content)
+    with pytest.raises(PublishError, match=named) as failure:
+        Publisher(storage).table_state(TABLE)
+    assert TABLE in failure.value.msg
+    assert main(["validate", str(storage.root)]) in (0, 1, 2)  # a finding or a one-line error, not a traceback

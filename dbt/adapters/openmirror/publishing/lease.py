@@ -31,6 +31,7 @@ from pathlib import Path
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, WriteConflictError
 from dbt.adapters.openmirror.publishing.publisher import recorded_lease_generation
 from dbt.adapters.openmirror.rules.landing_zone import LEASE_FOLDER, RUN_ID_PATTERN, RUN_ID_RULE
+from dbt.adapters.openmirror.rules.metadata_files import load_json
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
 _GENERATION_DIGITS = 12
@@ -114,7 +115,7 @@ class LeaseHolder:
 
     @classmethod
     def from_json(cls, text: str) -> "LeaseHolder":
-        data = json.loads(text)
+        data = load_json(text)
         acquired_at = float(data["acquiredAt"])
         # Lease files of earlier versions carry an absolute expiry instead of a time to live.
         ttl = data["ttlSeconds"] if "ttlSeconds" in data else float(data["expiresAt"]) - acquired_at

@@ -51,7 +51,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     table_metadata,
 )
 from dbt.adapters.openmirror.rules.markers import ROW_MARKER, count_markers, describe_markers
-from dbt.adapters.openmirror.rules.metadata_files import TableMetadata
+from dbt.adapters.openmirror.rules.metadata_files import TableMetadata, load_json
 from dbt.adapters.openmirror.spark.parquet_writes import written_problems
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -177,7 +177,7 @@ class PublishRecord:
 
     @classmethod
     def from_json(cls, text: str) -> "PublishRecord":
-        data = json.loads(text)
+        data = load_json(text)
         return cls(
             last_sequence_number=int(data["lastSequenceNumber"]),
             key_columns=list(data.get("keyColumns") or []),

@@ -92,6 +92,10 @@ def folder_name_problem(name: object) -> str | None:
     """Why `name` cannot be a schema or table folder, or None when it can."""
     if not isinstance(name, str):
         return "it is not text (quote it in YAML)"
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:  # a name listed from a file system, in another encoding
+        return "it is not UTF-8 text (OneLake names are Unicode)"
     if not name:
         return "it is empty"
     if name in (".", ".."):
@@ -102,7 +106,7 @@ def folder_name_problem(name: object) -> str | None:
         return "it starts or ends with a space, or ends with '.'"
     if len(name) > MAX_NAME_LENGTH:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+    if len(encoded) > MAX_NAME_BYTES:
         return (
             f"it is longer than {MAX_NAME_BYTES} bytes in UTF-8 (file systems take 255 bytes a folder name, "
             f"and a schema folder adds '{SCHEMA_FOLDER_SUFFIX}')"

@@ -152,6 +152,15 @@ class _Object:
         return self.values.get(name, default)
 
 
+def load_json(text: str, **options: Any) -> Any:
+    """json.loads for files anyone may write: a document nested deeper than Python's parser goes
+    is invalid JSON (ValueError) like any other, not a RecursionError."""
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _strict_json(text: str) -> Any:
     """json.loads refusing NaN/Infinity and repeated fields (both silently accepted by Python)."""
 
@@ -165,7 +174,7 @@ def _strict_json(text: str) -> Any:
     def constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
-    return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    return load_json(text, object_pairs_hook=pairs, parse_constant=constant)
 
 
 def _json_object(text: str, documented: Sequence[str]) -> tuple[Parsed, _Object | None]:

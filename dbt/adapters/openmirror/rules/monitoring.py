@@ -7,11 +7,11 @@ landing zone as the service does. One reader for both, tolerant of missing field
 documents are not versioned.
 """
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.openmirror.rules.landing_zone import DEFAULT_SCHEMA
+from dbt.adapters.openmirror.rules.metadata_files import load_json
 
 TABLES_FILE = "tables.json"
 REPLICATOR_FILE = "replicator.json"
@@ -44,7 +44,7 @@ def _error(document: dict[str, Any]) -> str | None:
 
 def _json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return load_json(text)
     except ValueError as exc:
         raise ValueError(f"{what} is not valid JSON ({exc})") from exc
 

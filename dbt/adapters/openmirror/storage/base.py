@@ -5,8 +5,17 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, NamedTuple
 
-from dbt.adapters.openmirror.errors import UnsafePathError
+from dbt.adapters.openmirror.errors import PublishError, UnsafePathError
 from dbt.adapters.openmirror.rules.landing_zone import SCRATCH_FOLDER
+
+
+def text_of(data: bytes, where: str) -> str:
+    """A small file's bytes as text: every file dbt-openmirror reads as text is UTF-8 JSON, and
+    one that is not names itself rather than failing as a bare decoding error."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PublishError(f"{where} is not UTF-8 text ({exc}); fix or delete it") from None
 
 
 def deletable(path: str, location: str) -> PurePosixPath:

@@ -19,7 +19,7 @@ from dbt.adapters.openmirror.errors import (
     WriteConflictError,
 )
 from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable, text_of
 
 # Deleting a folder's files one by one is not atomic (on OneLake one call deletes a folder): a
 # process killed midway would leave a table folder with some data files and no journal or
@@ -145,8 +145,9 @@ class LocalStorage(LandingZoneStorage):
         return self._resolve(path).exists()
 
     def read_text(self, path: str) -> str | None:
+        resolved = self._resolve(path)
         try:
-            return self._resolve(path).read_text(encoding="utf-8")
+            return text_of(resolved.read_bytes(), str(resolved))
         except FileNotFoundError:
             return None
 
@@ -159,7 +160,7 @@ class LocalStorage(LandingZoneStorage):
     def read_monitoring(self, name: str) -> str | None:
         folder = self._monitoring_folder()
         try:
-            return None if folder is None else (folder / name).read_text(encoding="utf-8")
+            return None if folder is None else text_of((folder / name).read_bytes(), str(folder / name))
         except FileNotFoundError:
             return None
 
@@ -199,7 +200,7 @@ class LocalStorage(LandingZoneStorage):
             data = self._resolve(path).read_bytes()
         except FileNotFoundError:
             return None
-        return Versioned(data.decode("utf-8"), _version(data))
+        return Versioned(text_of(data, f"{self.location}/{path}"), _version(data))
 
     def write_text_if(self, path: str, text: str, expected: str | None) -> str:
         if expected is None:

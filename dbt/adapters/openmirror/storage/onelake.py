@@ -36,7 +36,7 @@ from dbt.adapters.openmirror.errors import (
     WriteConflictError,
 )
 from dbt.adapters.openmirror.storage.azure_auth import STORAGE_SCOPE, AzureAuth
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile, Versioned, deletable, text_of
 from dbt.adapters.openmirror.storage.location import DfsLocation
 from dbt.adapters.openmirror.storage.retry import RetrySettings, TransientFaultRetry
 
@@ -207,7 +207,7 @@ class OneLakeStorage(LandingZoneStorage):
             data = self._call(f"reading {shown}", lambda: client.download_file().readall())
         except ResourceNotFoundError:
             return None
-        return data.decode("utf-8")
+        return text_of(data, f"{self.location}/{shown}")
 
     def read_versioned(self, path: str) -> Versioned | None:
         client = self._filesystem.get_file_client(self._full(path))
@@ -216,7 +216,7 @@ class OneLakeStorage(LandingZoneStorage):
             data = self._call(f"reading {path}", download.readall)
         except ResourceNotFoundError:
             return None
-        return Versioned(data.decode("utf-8"), download.properties.etag)
+        return Versioned(text_of(data, f"{self.location}/{path}"), download.properties.etag)
 
     def _properties(self, path: str) -> Any:
         client = self._filesystem.get_file_client(self._full(path))

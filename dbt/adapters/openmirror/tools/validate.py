@@ -6,7 +6,6 @@ ones, from `metadata_files`, `column_rules`, `delimited_text` and `markers`); wa
 works but is probably not intended.
 """
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -49,6 +48,7 @@ from dbt.adapters.openmirror.rules.markers import (
 from dbt.adapters.openmirror.rules.metadata_files import (
     LAST_UPDATE_TIME,
     TableMetadata,
+    load_json,
     parse_partner_events,
     parse_table_metadata,
 )
@@ -392,7 +392,7 @@ class LandingZoneValidator:
 def _published_keys(record: str | None) -> list[str] | None:
     """The key columns our publisher's record (`_dbt_openmirror.json`) says it published with."""
     try:
-        keys = json.loads(record).get("keyColumns") if record is not None else None
+        keys = load_json(record).get("keyColumns") if record is not None else None
     except (ValueError, AttributeError):
         return None
     return keys if isinstance(keys, list) and keys else None
