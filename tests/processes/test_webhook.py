@@ -303,6 +303,10 @@ def test_path_method_and_size_are_checked():
         status, headers, _ = request(url, method="GET")
         assert (status, headers["Allow"]) == (405, "POST")
         assert request(url, method="PUT")[0] == 405
+        for method in ("HEAD", "TRACE", "BREW"):  # not 501 with an HTML page
+            status, headers, text = request(url, method=method)
+            assert (status, headers["Allow"], headers["Content-Type"]) == (405, "POST", "text/plain; charset=utf-8")
+            assert text == ("" if method == "HEAD" else "only POST\n")
         # Refused from the declared length alone, before anything is read.
         status, _, _ = request(url, authorization=sign(SECRET, body), headers={"Content-Length": "4097"})
         assert status == 413
@@ -610,3 +614,34 @@ def test_any_framing_gives_a_length_within_the_limit_or_a_refusal(headers):
     else:
         [value] = [v for n, v in headers]  # exactly one header, a Content-Length
         assert 0 <= length <= 4096 and length == int(value.strip(" \t"))
+
+
+def test_the_command_logs_each_publish_at_info(tmp_path):
+    """The command as a service manager starts it: a library dbt imports set the root logger to
+    WARNING at import, and the publishes an operator needs to see were not logged."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:  # a free port: the command refuses --port 0
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "webhook", str(tmp_path), "--port", str(port)]
+    environment = {**os.environ, WEBHOOK_SECRET_VARIABLE: SECRET.decode()}
+    receiver = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status = deliver(url, event())
+                break
+            except OSError:
+                assert time.monotonic() < deadline and receiver.poll() is None
+                time.sleep(0.2)
+        assert status == 202
+    finally:
+        receiver.send_signal(signal.SIGTERM)
+        _, logged = receiver.communicate(timeout=60)
+    assert "INFO publish requested by" in logged

@@ -240,7 +240,9 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
 
 
 def _webhook(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # force: a library dbt imports (snowplow_tracker) configures the root logger at WARNING on
+    # import, which would silence every publish this receiver logs.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     receiver = _webhook_receiver(args)
     # Service managers stop with SIGTERM: end as on Ctrl-C, finishing the publish under way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

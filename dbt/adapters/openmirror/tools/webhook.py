@@ -369,6 +369,13 @@ class _WebhookHandler(BoundedRequestHandler):
 
     do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _refuse_method
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other method (HEAD, TRACE, CONNECT, one nobody defined) is refused alike: the base
+        # class answers a method it has no do_ for with 501 and an HTML page.
+        if name.startswith("do_"):
+            return self._refuse_method
+        raise AttributeError(name)
+
     def _is_webhook_path(self) -> bool:
         # The path itself, a query string aside; not taken apart as a URL (an absolute form
         # would name a host, and a malformed one would raise).
@@ -391,7 +398,8 @@ class _WebhookHandler(BoundedRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":  # a HEAD answer has the headers of the body it does not send
+            self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:  # the request line only, never headers
         logger.debug("%s %s", self.address_string(), loggable(format % args))
