@@ -121,6 +121,17 @@ def test_key_columns_are_matched_as_spelled(lz, mirror):
     assert "key columns ['id'] are absent (the file spells id as ID" in status.errorMessage
 
 
+def test_a_marker_spelled_in_another_case_is_not_taken_as_data(lz, mirror):
+    """The service may read `__RowMarker__` as the marker (Delta ignores case) or as data: the
+    local mirror stops there rather than pick one."""
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1, 2]})
+    parquet(lz / "t", 2, {"id": [1], "__ROWMARKER__": pa.array([2], pa.int32())})
+    [status] = mirror.replay()
+    assert (status.errorCode, status.lastAppliedFile) == ("InvalidRowMarker", 1)
+    assert "__ROWMARKER__ differs from __rowMarker__ only in case" in status.errorMessage
+
+
 def test_updates_and_deletes_need_a_key_which_may_be_declared_later(lz, mirror):
     declare(lz / "t")
     parquet(lz / "t", 1, {"id": [1, 2], "v": ["a", "b"]})  # a marker-free full load: inserts

@@ -108,6 +108,12 @@ def test_a_good_landing_zone_has_no_findings(tmp_path, table):
             "not an integer",
         ),
         (
+            lambda t: write(t, 2, {"id": [3], "__RowMarker__": markers(2)}),
+            ERROR,
+            f"{2:020d}.parquet",
+            "column __RowMarker__ differs from __rowMarker__ only in case",
+        ),
+        (
             lambda t: write(t, 2, {"id": [3], "v": [5], "__rowMarker__": markers(0)}),
             ERROR,
             f"{2:020d}.parquet",

@@ -109,7 +109,8 @@ def needs_column_mapping(name: str) -> bool:
 
 def schema_problems(schema: pa.Schema) -> list[Problem]:
     """What keeps the mirror from holding a file's columns: types, a name given twice or differing
-    only in case, a row marker that is not an integer. Each message names the column."""
+    only in case, a row marker that is not an integer or not spelled as the marker. Each message
+    names the column."""
     problems = []
     by_lower: dict[str, str] = {}
     seen: set[str] = set()
@@ -119,6 +120,16 @@ def schema_problems(schema: pa.Schema) -> list[Problem]:
             problems.append(Problem("DuplicateColumnNames", twice))
             continue
         seen.add(data_field.name)
+        if data_field.name != ROW_MARKER and data_field.name.lower() == ROW_MARKER.lower():
+            problems.append(
+                Problem(
+                    "InvalidRowMarker",
+                    f"column {data_field.name} differs from {ROW_MARKER} only in case: the documentation names "
+                    "the marker as spelled, Delta's column names ignore case, so the service may read it as the "
+                    f"marker or as data. Name it {ROW_MARKER}",
+                )
+            )
+            continue
         if data_field.name == ROW_MARKER:
             if not pa.types.is_integer(data_field.type):
                 problems.append(Problem("InvalidRowMarker", f"{ROW_MARKER} is {data_field.type}, not an integer"))
