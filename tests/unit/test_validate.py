@@ -236,6 +236,25 @@ def test_updates_of_a_table_of_key_columns_alone_are_not_warned_about(tmp_path):
     assert findings(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    "metadata, message",
+    [
+        (lambda path: path.mkdir(), "_metadata.json is a folder where a file is expected"),
+        (lambda path: path.write_bytes(b'{"keyColumns": ["\xff"]}'), "_metadata.json is not UTF-8 text"),
+    ],
+)
+def test_a_table_whose_files_cannot_be_read_as_text_is_a_finding_and_the_others_are_checked(
+    tmp_path, table, metadata, message
+):
+    other = tmp_path / "s.schema" / "u"
+    other.mkdir()
+    metadata(other / "_metadata.json")
+    write(table, 3, {"id": [3], "__rowMarker__": markers(0)})  # a gap in the table beside it
+    found = findings(tmp_path)
+    assert any(severity == ERROR and where == "s.schema/u" and message in text for severity, where, text in found)
+    assert any(where == "s.schema/t" and "00000000000000000002.parquet is missing" in text for _, where, text in found)
+
+
 def test_cli_exit_status(tmp_path, table, capsys):
     assert main(["validate", str(tmp_path)]) == 0
     write(table, 3, {"id": [3], "v": ["c"], "__rowMarker__": markers(0)})

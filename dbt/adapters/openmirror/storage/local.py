@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, TypeVar
 from dbt.adapters.openmirror.errors import (
     LandingZoneAccessError,
     LandingZoneConfigError,
+    PublishError,
     TargetExistsError,
     WriteConflictError,
 )
@@ -150,6 +151,8 @@ class LocalStorage(LandingZoneStorage):
             return text_of(resolved.read_bytes(), str(resolved))
         except FileNotFoundError:
             return None
+        except IsADirectoryError:
+            raise PublishError(f"{resolved} is a folder where a file is expected; delete it") from None
 
     def _monitoring_folder(self) -> Path | None:
         # A OneLake item mounted locally (e.g. OneLake file explorer): Files/Monitoring is a sibling.

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dbt.adapters.openmirror.errors import OpenMirrorError
 from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, staged_runs
 from dbt.adapters.openmirror.rules.column_rules import (
     TableColumns,
@@ -111,7 +112,10 @@ class LandingZoneValidator:
             other = first_of.setdefault(service_name(folder), folder)
             if other != folder:
                 self._add(WARNING, folder, spelled_alike_problem(folder, other))
-            self._table_folder(folder)
+            try:
+                self._table_folder(folder)
+            except OpenMirrorError as exc:  # a file that cannot be read as one (a folder, not UTF-8 text)
+                self._add(ERROR, folder, exc.msg)
         return self.findings
 
     def _partner_events(self) -> None:
