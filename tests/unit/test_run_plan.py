@@ -93,6 +93,10 @@ def test_changed_key_fails_unless_full_refresh():
     with pytest.raises(KeyColumnsError, match="declared with keyColumns \\['id'\\]"):
         plan(keys=("v",))
     assert plan(keys=("v",), full_refresh=True).mode == REBUILD
+    # Declared in a folder without our journal (another publisher's, or the journal deleted): not
+    # a key the model changed, and said so.
+    with pytest.raises(KeyColumnsError, match=r"declares keyColumns \['id'\], and no journal of dbt-openmirror"):
+        plan(keys=("v",), folder=TableFolderState(True, ["id"], 0, journaled=False), snapshot=None)
 
 
 def test_schema_rebuild_under_sync_all_columns():

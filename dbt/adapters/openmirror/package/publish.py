@@ -503,7 +503,7 @@ class PackagePublisher:
                 )
             if state.folder_conflict:
                 raise PublishError(f"Model '{run.model}': {state.folder_conflict}")
-            check_key_columns(run.model, state.key_columns, run.key_columns)
+            check_key_columns(run.model, state, run.key_columns)
         if run.load != FULL or (state.exists and run.reason != FULL_REFRESH):
             self._check_folder_is_ours(run, state)
         try:

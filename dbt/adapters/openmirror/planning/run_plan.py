@@ -170,13 +170,22 @@ def snapshot_rows_problem(model: str, table: str, recorded: int | None, counted:
     )
 
 
-def check_key_columns(model: str, declared: list[str] | None, key_columns: Sequence[str]) -> None:
-    if declared is not None and list(declared) != list(key_columns):
+def check_key_columns(model: str, folder: TableFolderState, key_columns: Sequence[str]) -> None:
+    declared = folder.key_columns
+    if declared is None or list(declared) == list(key_columns):
+        return
+    if not folder.journaled:  # not a key the model had: nothing of ours says who declared it
         raise KeyColumnsError(
-            f"Model '{model}': unique_key is now {list(key_columns)} but the mirrored table was "
-            f"declared with keyColumns {declared}. The mirror can never change a table's key in "
-            "place; run with --full-refresh to rebuild the mirrored table with the new key."
+            f"Model '{model}': the table folder's _metadata.json declares keyColumns {declared}, and no "
+            "journal of dbt-openmirror says who wrote it (another publisher's table, or the journal was "
+            f"deleted); the model's unique_key is {list(key_columns)}. Nothing was published. Find out who "
+            "writes into this folder; run with --full-refresh to take it over with the model's key."
         )
+    raise KeyColumnsError(
+        f"Model '{model}': unique_key is now {list(key_columns)} but the mirrored table was "
+        f"declared with keyColumns {declared}. The mirror can never change a table's key in "
+        "place; run with --full-refresh to rebuild the mirrored table with the new key."
+    )
 
 
 def _check_owner(destination: Destination, folder: TableFolderState) -> None:
@@ -213,7 +222,7 @@ def _folder_plan(
             f"rebuild the table ({reason}), deleting them. Nothing was published. Find out who writes "
             "into this folder; run with --full-refresh to take it over."
         )
-    check_key_columns(model, folder.key_columns, key_columns)
+    check_key_columns(model, folder, key_columns)
     return mode, reason
 
 
