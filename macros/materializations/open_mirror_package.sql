@@ -122,7 +122,8 @@
   {%- if load == loads.full -%}
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
     {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
-    {%- set change_rows = om.openmirror_initial_load_sql(new_relation, plan.columns, [], settings.change_markers, settings.row_marker_position) -%}
+    {%- set change_rows = om.openmirror_initial_load_sql(new_relation, plan.columns, [], settings.change_markers,
+        settings.row_marker_position, settings.show_key_values) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(output_rows, settings.max_rows_per_file), false -%}
   {%- elif settings.key_hashes and om.openmirror_hashes_match(previous_hashes, snapshot_run, hashed)
       and om.openmirror_snapshot_table_problem(previous_hashes, snapshot) is none -%}
@@ -132,7 +133,7 @@
     {%- do om.openmirror_check_keys(changes_relation, key_columns, true, false, settings.show_key_values) -%}
     {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings, changes_relation) -%}
     {%- set change_rows = om.openmirror_changed_rows_sql(new_relation, changes_relation, plan.columns, plan.kept, key_columns,
-        settings.change_markers, settings.row_marker_position) -%}
+        settings.change_markers, settings.row_marker_position, settings.show_key_values) -%}
     {%- set writers, shuffle = om.openmirror_writer_count(om.openmirror_row_count(changes_relation), settings.max_rows_per_file), true -%}
   {%- else -%}
     {%- set problem = om.openmirror_snapshot_table_problem(existing_relation, snapshot) -%}
@@ -140,7 +141,7 @@
     {%- do om.openmirror_check_keys(keyed_rows, key_columns, false, settings.key_hashes, settings.show_key_values) -%}
     {%- do om.openmirror_warn_key_lookalikes(columns, key_columns, keyed_rows, settings) -%}
     {%- set change_rows = om.openmirror_change_rows_sql(new_relation, existing_relation, plan.columns, plan.kept, plan.added,
-        key_columns, settings.change_markers, settings.row_marker_position) -%}
+        key_columns, settings.change_markers, settings.row_marker_position, settings.show_key_values) -%}
     {%- set writers, shuffle = 1, true -%}
   {%- endif -%}
 

@@ -3,11 +3,12 @@
 {#- Every row of the model as a new row: the first file of a table folder. Insert-only, so
     without `__rowMarker__` (the service's direct staging path takes marker-free files), unless
     change_markers='upsert' asks that no file, applied twice, can duplicate rows. -#}
-{%- macro openmirror_initial_load_sql(relation, columns, kept, change_markers, position) -%}
+{%- macro openmirror_initial_load_sql(relation, columns, kept, change_markers, position, show_values=true) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set select_list = [] -%}
   {%- for column in columns -%}
-    {%- do select_list.append(om.openmirror_file_column(om.openmirror_quote(column.name), column) | trim) -%}
+    {%- do select_list.append(om.openmirror_checked_value(om.openmirror_quote(column.name), column, show_values) | trim
+        ~ ' as ' ~ om.openmirror_quote(column.published_name)) -%}
   {%- endfor -%}
   {%- for column in kept -%}{%- do select_list.append(om.openmirror_null_of(column)) -%}{%- endfor -%}
 select
@@ -22,7 +23,7 @@ from {{ relation }}
 {#- New, changed and vanished keys between the snapshot and the model, with their markers.
     Keys are never NULL on either side (checked before), so a NULL key column on one side of the
     full outer join means the key is absent there. Deleted rows carry only their key. -#}
-{%- macro openmirror_change_rows_sql(new_relation, previous_relation, columns, kept, added, key_columns, change_markers, position) -%}
+{%- macro openmirror_change_rows_sql(new_relation, previous_relation, columns, kept, added, key_columns, change_markers, position, show_values=true) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set added_names = [] -%}
@@ -32,10 +33,13 @@ from {{ relation }}
   {%- set unchanged = [] -%}
   {%- for column in columns -%}
     {%- set name = om.openmirror_quote(column.name) -%}
+    {%- set published = ' as ' ~ om.openmirror_quote(column.published_name) -%}
     {%- if column.name | lower in keys -%}
-      {%- do select_list.append(om.openmirror_file_column('coalesce(n.' ~ name ~ ', o.' ~ name ~ ')', column) | trim) -%}
+      {#- A deleted row's key (o) was published before: only the model's (n) is checked. -#}
+      {%- do select_list.append('coalesce(' ~ om.openmirror_checked_value('n.' ~ name, column, show_values) | trim ~ ', '
+          ~ om.openmirror_published_value('o.' ~ name, column) | trim ~ ')' ~ published) -%}
     {%- else -%}
-      {%- do select_list.append(om.openmirror_file_column('n.' ~ name, column) | trim) -%}
+      {%- do select_list.append(om.openmirror_checked_value('n.' ~ name, column, show_values) | trim ~ published) -%}
       {%- if column.name | lower in added_names -%}
         {%- do unchanged.append('n.' ~ name ~ ' is null') -%}
       {%- else -%}

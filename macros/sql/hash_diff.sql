@@ -96,19 +96,21 @@ where o.`__openmirror_hash1` is null or n.`__openmirror_hash1` is null or n.`__o
     An inner join, so that Spark can broadcast the changed keys and stream the output past them
     (an outer join could only broadcast the output). The markers are written as literals, so the
     column is non-nullable in the Parquet schema, as on every other path. -#}
-{%- macro openmirror_changed_rows_sql(new_relation, changes, columns, kept, key_columns, change_markers, position) -%}
+{%- macro openmirror_changed_rows_sql(new_relation, changes, columns, kept, key_columns, change_markers, position, show_values=true) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set keys = key_columns | map('lower') | list -%}
   {%- set present = [] -%}
   {%- set deleted = [] -%}
   {%- for column in columns -%}
     {%- set name = om.openmirror_quote(column.name) -%}
+    {%- set published = ' as ' ~ om.openmirror_quote(column.published_name) -%}
     {%- if column.name | lower in keys -%}
       {#- Keys go through the published conversion too (a struct key is JSON text in every file). -#}
-      {%- do present.append(om.openmirror_file_column('c.' ~ name, column) | trim) -%}
-      {%- do deleted.append(om.openmirror_file_column(name, column) | trim) -%}
+      {%- do present.append(om.openmirror_checked_value('c.' ~ name, column, show_values) | trim ~ published) -%}
+      {#- A deleted row's key was published before: not checked again. -#}
+      {%- do deleted.append(om.openmirror_published_value(name, column) | trim ~ published) -%}
     {%- else -%}
-      {%- do present.append(om.openmirror_file_column('n.' ~ name, column) | trim) -%}
+      {%- do present.append(om.openmirror_checked_value('n.' ~ name, column, show_values) | trim ~ published) -%}
       {%- do deleted.append(om.openmirror_null_of(column)) -%}
     {%- endif -%}
   {%- endfor -%}

@@ -78,21 +78,29 @@
   {{ sides[0] }} <=> {{ sides[1] }}{% if signs[0] %} and {{ signs[0] }} <=> {{ signs[1] }}{% endif -%}
 {%- endmacro -%}
 
-{#- A column of a change file: its published value under its published name. Text that is not
-    valid UTF-8 (cast from binary) fails the write: Parquet readers refuse such a file (DuckDB
-    refuses it whole), so the mirror could stop at it. Complex values need no check: to_json
-    writes U+FFFD for such bytes. -#}
-{%- macro openmirror_file_column(expression, column) -%}
+{#- The value a change file carries of a column the model gives it now (not a deleted row's key,
+    published before). Text that is not valid UTF-8 (cast from binary) fails the write: Parquet
+    readers refuse such a file (DuckDB refuses it whole), so the mirror could stop at it. Spark
+    reads such bytes as U+FFFD when it converts them (`encode` does, on every Spark version; Spark
+    4's `is_valid_utf8` is not on Spark 3.5). Complex values need no check: to_json writes U+FFFD
+    itself. The value is shown unless `show_values` is false (show_key_values). -#}
+{%- macro openmirror_checked_value(expression, column, show_values) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set value = om.openmirror_published_value(expression, column) | trim -%}
   {%- if not column.is_complex and column.published_type.split('(')[0] in ('string', 'varchar', 'char') -%}
-    case when is_valid_utf8({{ value }}) is false then raise_error(concat({{ om.openmirror_string(
-        "column '" ~ column.name ~ "' holds text that is not valid UTF-8, which Parquet readers refuse: '") }},
-      left(make_valid_utf8({{ value }}), 60), {{ om.openmirror_string("' (U+FFFD marks the bytes). Nothing was "
-        ~ "published. Repair it in the model: decode(binary, '<its charset>') reads bytes of another encoding, "
-        ~ "make_valid_utf8(...) replaces what is not text.") }})) else {{ value }} end as {{ om.openmirror_quote(column.published_name) }}
+    {%- set shown = [om.openmirror_string("column '" ~ column.name ~ "' holds text that is not valid UTF-8, which "
+        ~ "Parquet readers refuse")] -%}
+    {%- if show_values -%}
+      {%- do shown.extend([om.openmirror_string(": e.g. '"), "left(cast(encode(" ~ value ~ ", 'UTF-8') as string), 60)",
+          om.openmirror_string("' (U+FFFD marks the bytes)")]) -%}
+    {%- else -%}
+      {%- do shown.append(om.openmirror_string(" (values hidden: show_key_values=false)")) -%}
+    {%- endif -%}
+    {%- do shown.append(om.openmirror_string(". Nothing was published. Repair it in the model: "
+        ~ "decode(binary, '<its charset>') reads bytes of another encoding.")) -%}
+    case when encode({{ value }}, 'UTF-8') <> cast({{ value }} as binary) then raise_error(concat({{ shown | join(', ') }})) else {{ value }} end
   {%- else -%}
-    {{ value }} as {{ om.openmirror_quote(column.published_name) }}
+    {{ value }}
   {%- endif -%}
 {%- endmacro -%}
 

@@ -40,7 +40,7 @@ BAD_MODELS = {
     "fails_once.sql": _model("unique_key='id'").replace(
         "src", "src {% if var('boom', false) %} where raise_error('boom') is null {% endif %}"
     ),
-    "latin_text.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+    "latin_text.sql": "{{ config(materialized='open_mirror', unique_key='id', show_key_values=var('show', true)) }}\n"
     "select id, region, case when id = 2 and {{ var('latin', false) }} then cast(X'63616689' as string) "
     "else name end as name from {{ target.schema }}.src",
     # Another model named like one of `clashing`'s own tables, which its runs would overwrite.
@@ -140,6 +140,8 @@ class TestBadInput:
             assert_mirror_equals(
                 warehouse, table_folder(landing_zone, schema, "latin_text"), f"select * from {schema}.src"
             )
+        message = self._fails(project, landing_zone, "latin_text", "--vars", "{latin: true, show: false}")
+        assert "column 'name'" in message and "values hidden" in message and "caf" not in message
 
     def test_a_table_folder_dbt_cannot_write(self, project, warehouse, landing_zone):
         schema = project.test_schema

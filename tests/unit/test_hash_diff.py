@@ -164,7 +164,7 @@ def test_complex_keys_are_published_as_json_in_every_file():
         change_markers="insert_update_delete",
         position="last",
     )
-    assert f"to_json(coalesce(n.`k`, o.`k`), {JSON}) as `k`" in whole_rows
+    assert f"coalesce(to_json(n.`k`, {JSON}), to_json(o.`k`, {JSON})) as `k`" in whole_rows
     initial = macros.openmirror_initial_load_sql(
         relation="s.new",
         columns=plan.columns,

@@ -97,7 +97,7 @@ def test_a_full_load_is_insert_only_without_a_marker_column():
     plan = SchemaPlan(columns=[ID, NAME, TAGS])
     for position in ("last", "first"):
         sql = initial_load(plan, "insert_update_delete", position)
-        assert sql.startswith("select\n  `id` as `id`,\n  case when is_valid_utf8(`my ``odd`` name`) is false")
+        assert sql.startswith("select\n  `id` as `id`,\n  case when encode(`my ``odd`` name`, 'UTF-8') <> cast(")
         assert "__rowMarker__" not in sql
         assert f"to_json(`tags`, {JSON}) as `tags`" in sql
         assert sql.endswith("\nfrom s.new")
@@ -115,13 +115,46 @@ def test_a_full_load_is_insert_only_without_a_marker_column():
     ],
 )
 def test_text_that_is_not_utf8_fails_the_write_naming_its_column(column, checked):
-    sql = macros.openmirror_file_column(column.name.replace("`", "``").join("``"), column)
-    if checked is None:
-        assert "is_valid_utf8" not in sql and "raise_error" not in sql
-        return
-    assert sql.startswith(f"case when is_valid_utf8({checked}) is false then raise_error(")
-    assert macros.openmirror_string(f"column '{column.name}' holds text that is not valid UTF-8")[1:-1] in sql
-    assert sql.endswith(f"else {checked} end as `{column.name}`")
+    quoted = column.name.replace("`", "``").join("``")
+    for show_values in (True, False):
+        sql = macros.openmirror_checked_value(quoted, column, show_values)
+        if checked is None:
+            assert sql == macros.openmirror_published_value(quoted, column).strip()
+            continue
+        # encode() reads such bytes as U+FFFD on every Spark version (is_valid_utf8 needs Spark 4).
+        assert sql.startswith(f"case when encode({checked}, 'UTF-8') <> cast({checked} as binary) then raise_error(")
+        assert macros.openmirror_string(f"column '{column.name}' holds text that is not valid UTF-8")[1:-1] in sql
+        assert ("e.g." in sql) == show_values and ("values hidden: show_key_values=false" in sql) != show_values
+        assert sql.endswith(f"else {checked} end")
+
+
+def test_a_deleted_rows_key_is_not_checked_again():
+    """It was published before (perhaps by a version without the check): refusing it would keep
+    the row in the mirror for good."""
+    plan = SchemaPlan(columns=[ColumnSpec("k", "string"), ColumnSpec("v", "string")])
+    changed = macros.openmirror_changed_rows_sql(
+        new_relation="s.new",
+        changes="s.c",
+        columns=plan.columns,
+        kept=[],
+        key_columns=["k"],
+        change_markers="insert_update_delete",
+        position="last",
+    )
+    present, deleted = changed.split("union all")
+    assert present.count("raise_error(") == 2 and "raise_error(" not in deleted
+    whole_rows = macros.openmirror_change_rows_sql(
+        new_relation="s.new",
+        previous_relation="s.old",
+        columns=plan.columns,
+        kept=[],
+        added=[],
+        key_columns=["k"],
+        change_markers="insert_update_delete",
+        position="last",
+    )
+    assert "cast(n.`k` as binary)" in whole_rows and "cast(o.`k` as binary)" not in whole_rows
+    assert "else n.`k` end, o.`k`) as `k`" in whole_rows
 
 
 def test_an_upsert_full_load_keeps_its_markers_so_a_replay_cannot_duplicate():

@@ -106,6 +106,7 @@ class SnapshotDiff:
                     kept=plan.schema.kept,
                     change_markers=mirror.change_markers,
                     position=mirror.row_marker_position,
+                    show_values=mirror.show_key_values,
                 )
                 return ChangeRows(sql, hash_diff.writer_count(output_rows, mirror.max_rows_per_file), False)
             previous_hashes = self.snapshot_hashes(plan, snapshot, self.signature(plan))
@@ -124,6 +125,7 @@ class SnapshotDiff:
                     key_columns=key_columns,
                     change_markers=mirror.change_markers,
                     position=mirror.row_marker_position,
+                    show_values=mirror.show_key_values,
                 )
                 return ChangeRows(sql, 1, True)
             changes = relations.changes
@@ -155,6 +157,7 @@ class SnapshotDiff:
             key_columns=plan.key_columns,
             change_markers=mirror.change_markers,
             position=mirror.row_marker_position,
+            show_values=mirror.show_key_values,
         )
         return ChangeRows.of_changed_keys(sql, markers, mirror.max_rows_per_file)
 
