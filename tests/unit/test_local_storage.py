@@ -130,3 +130,17 @@ def test_nothing_is_read_written_or_moved_through_a_symbolic_link_out_of_the_lan
             operation()
     assert sorted(p.name for p in (outside / "t").iterdir()) == ["00000000000000000001.parquet"]
     assert storage.list_names("elsewhere.schema") == ["t"]
+
+
+def test_text_is_read_with_its_line_ends_as_newlines(tmp_path):
+    """Files written in text mode on Windows end their lines with CRLF: `dbt debug`'s probe must
+    read back as written."""
+    (tmp_path / "probe.txt").write_bytes(b"dbt-openmirror write check\r\n")
+    assert LocalStorage(tmp_path).read_text("probe.txt") == "dbt-openmirror write check\n"
+
+
+def test_a_loop_of_symbolic_links_is_named(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(LandingZoneConfigError, match="cannot be resolved"):
+        LocalStorage(tmp_path).read_text("a/_metadata.json")

@@ -113,15 +113,21 @@ def test_a_status_file_that_stays_unreadable_is_named_when_the_wait_ends(item):
 
 @pytest.mark.parametrize(
     "document",
-    [
-        {"tables": [{"sourceTableName": ["x"]}]},
-        {"tables": [{"sourceSchemaName": 5, "sourceTableName": "t"}]},
-        {"tables": 7},
-    ],
+    [{"tables": [{"sourceTableName": ["x"]}]}, {"tables": [{"sourceSchemaName": 5, "sourceTableName": "t"}]}],
 )
 def test_entries_that_name_no_table_are_skipped(item, document):
     (item / "Monitoring" / "tables.json").write_text(json.dumps(document))
     assert service(item, FakeTime()).lists(TABLE) is False
+
+
+@pytest.mark.parametrize("content", [b'{"tables": 7}', b'{"tables": [{"sourceTableName": "caf\xc3'])
+def test_a_status_file_that_is_not_the_services_document_yet_is_read_again(item, content):
+    """Not a list of tables, or cut inside a character while rewritten: nothing can be told, so a
+    rebuild looks again rather than take the table for dropped."""
+    (item / "Monitoring" / "tables.json").write_bytes(content)
+    time = FakeTime(on_sleep=lambda now: service_lists(item))
+    service(item, time).wait_until_dropped(TABLE, timeout_seconds=60, model="orders")
+    assert time.now == 1
 
 
 def stage(storage, run_id, rows, marked):

@@ -12,7 +12,7 @@ mirror reads), there is nothing to wait for: that is said once, and publishing g
 import time
 from collections.abc import Callable
 
-from dbt.adapters.openmirror.errors import ServiceWaitError
+from dbt.adapters.openmirror.errors import PublishError, ServiceWaitError
 from dbt.adapters.openmirror.rules.landing_zone import comparable, service_name, table_identity
 from dbt.adapters.openmirror.rules.monitoring import REPLICATOR_FILE, TABLES_FILE, parse_tables, replicator_status
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
@@ -43,12 +43,12 @@ class MirroringService:
 
     def lists(self, table_folder: str) -> bool | None:
         """Whether the service lists the table; None when no status of the service is readable."""
-        text = self.storage.read_monitoring(TABLES_FILE)
-        if text is None:
-            return None
         try:
+            text = self.storage.read_monitoring(TABLES_FILE)
+            if text is None:
+                return None
             tables = parse_tables(text)
-        except ValueError as exc:
+        except (ValueError, PublishError) as exc:  # PublishError: not UTF-8 text
             raise _Unsure(str(exc)) from exc
         ours = service_name(table_folder)
         return any((comparable(schema), comparable(table)) == ours for schema, table in tables)

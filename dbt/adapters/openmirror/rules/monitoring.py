@@ -52,9 +52,11 @@ def _json(text: str, what: str) -> Any:
 def parse_tables(text: str, where: str = TABLES_FILE) -> dict[tuple[str, str], MirroredTable]:
     """(schema, table) → its status, from a `tables.json` text."""
     document = _json(text, where)
-    entries = document.get("tables") if isinstance(document, dict) else None
+    entries = document.get("tables", []) if isinstance(document, dict) else None
+    if not isinstance(entries, list):  # not the service's document (or not yet): nothing can be told
+        raise ValueError(f"{where} does not hold a list of tables")
     tables = {}
-    for entry in entries if isinstance(entries, list) else []:
+    for entry in entries:
         # Names that are not text name no table (the documents are not versioned: skip, not fail).
         if (
             not isinstance(entry, dict)

@@ -64,6 +64,12 @@ def _locked_content(target: Path) -> Iterator[bytes | None]:
                 return
 
 
+def _local_text(path: Path) -> str:
+    """A local file's text, its line ends read as newlines as `Path.read_text` reads them (a file
+    written in text mode on Windows ends its lines with CRLF)."""
+    return text_of(path.read_bytes(), str(path)).replace("\r\n", "\n").replace("\r", "\n")
+
+
 _REFUSED = {errno.EACCES, errno.EPERM, errno.EROFS}
 _Storage = TypeVar("_Storage", bound=type[LandingZoneStorage])
 
@@ -111,7 +117,11 @@ class LocalStorage(LandingZoneStorage):
         joined = self.root.joinpath(*relative.parts)
         # A symbolic link inside the landing zone may point anywhere: nothing is read, written or
         # moved through one that leads out (the local mirror moves processed files).
-        if not joined.resolve().is_relative_to(self.root.resolve()):
+        try:
+            real = joined.resolve()
+        except (RuntimeError, OSError) as exc:  # a loop of links (RuntimeError before Python 3.13)
+            raise LandingZoneConfigError(f"{joined} cannot be resolved ({exc}): a loop of symbolic links?") from None
+        if not real.is_relative_to(self.root.resolve()):
             raise LandingZoneConfigError(
                 f"{joined} leads out of the landing zone {self.root} through a symbolic link: "
                 "dbt-openmirror reads and writes only inside the landing zone"
@@ -148,7 +158,7 @@ class LocalStorage(LandingZoneStorage):
     def read_text(self, path: str) -> str | None:
         resolved = self._resolve(path)
         try:
-            return text_of(resolved.read_bytes(), str(resolved))
+            return _local_text(resolved)
         except FileNotFoundError:
             return None
         except IsADirectoryError:
@@ -163,7 +173,7 @@ class LocalStorage(LandingZoneStorage):
     def read_monitoring(self, name: str) -> str | None:
         folder = self._monitoring_folder()
         try:
-            return None if folder is None else text_of((folder / name).read_bytes(), str(folder / name))
+            return None if folder is None else _local_text(folder / name)
         except FileNotFoundError:
             return None
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from dbt.adapters.openmirror import storage as landing_zone_storage  # its factory is looked up when called
-from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError, PublishError
 from dbt.adapters.openmirror.package.publish import PackagePublisher, staged_runs
 from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
@@ -144,10 +144,12 @@ def _status(args: argparse.Namespace) -> int:
     storage = _existing_landing_zone(args)
     publisher = Publisher(storage)
     leases = LeaseManager(storage)
-    source, tables_text, replicator_text = _mirror_status(args, storage)
+    source = "local mirror" if args.target else "Files/Monitoring"
+    replicator_text = None
     try:
+        source, tables_text, replicator_text = _mirror_status(args, storage)
         mirrored = parse_tables(tables_text, f"{source} {TABLES_FILE}") if tables_text else {}
-    except ValueError as exc:  # caught while the mirror rewrites it: the landing zone is still shown
+    except (ValueError, PublishError) as exc:  # caught while the mirror rewrites it: the landing zone is still shown
         print(f"mirror status not readable: {exc}")
         mirrored = {}
     if replicator_text:

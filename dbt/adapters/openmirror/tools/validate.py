@@ -95,7 +95,10 @@ class LandingZoneValidator:
         self.findings.append(Finding(severity, where, message))
 
     def validate(self) -> list[Finding]:
-        self._partner_events()
+        try:
+            self._partner_events()
+        except OpenMirrorError as exc:  # not UTF-8 text: the tables are still checked
+            self._add(ERROR, PARTNER_EVENTS_FILE, exc.msg)
         # Package mode's manifest, and the runs it lists as waiting for `dbt-openmirror publish`.
         expected = {MANIFEST_FOLDER, *(run.staged_folder for run in staged_runs(self.storage))}
         self._scratch_leftovers(SCRATCH_FOLDER, expected)
