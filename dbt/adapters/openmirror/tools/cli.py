@@ -242,10 +242,11 @@ def _webhook_receiver(args: argparse.Namespace) -> WebhookReceiver:
 
 
 def _webhook(args: argparse.Namespace) -> int:
-    # force: a library dbt imports (snowplow_tracker) configures the root logger at WARNING on
-    # import, which would silence every publish this receiver logs.
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     receiver = _webhook_receiver(args)
+    # Once the receiver runs (not for a refused start). force: a library dbt imports
+    # (snowplow_tracker) configures the root logger at WARNING on import, which would silence
+    # every publish this receiver logs.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     # Service managers stop with SIGTERM: end as on Ctrl-C, finishing the publish under way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     print(f"listening for dbt Cloud webhooks on {receiver.url}", flush=True)
