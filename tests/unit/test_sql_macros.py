@@ -143,16 +143,7 @@ def test_a_deleted_rows_key_is_not_checked_again():
     )
     present, deleted = changed.split("union all")
     assert present.count("raise_error(") == 2 and "raise_error(" not in deleted
-    whole_rows = macros.openmirror_change_rows_sql(
-        new_relation="s.new",
-        previous_relation="s.old",
-        columns=plan.columns,
-        kept=[],
-        added=[],
-        key_columns=["k"],
-        change_markers="insert_update_delete",
-        position="last",
-    )
+    whole_rows = change_rows(plan, ["k"], "insert_update_delete")
     assert "cast(n.`k` as binary)" in whole_rows and "cast(o.`k` as binary)" not in whole_rows
     assert "else n.`k` end, o.`k`) as `k`" in whole_rows
 

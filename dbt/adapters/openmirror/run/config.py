@@ -208,12 +208,11 @@ def _folder_name(model: str, setting: str, value: Any, default_from: str | None 
 
 
 def _folder_setting(model: str, config: ConfigSource, setting: str, default: str, default_from: str) -> str:
-    """A folder-name config, or the default only when it is not set (an empty one is refused;
-    `mirror_schema=''` is the mirror's default schema, without a schema folder)."""
+    """A folder-name config, or the default only when it is not set (an empty one is refused)."""
     value = config.get(setting)
     if value is None:
         return _folder_name(model, setting, default, default_from)
-    return value if setting == "mirror_schema" and value == "" else _folder_name(model, setting, value)
+    return _folder_name(model, setting, value)
 
 
 #: A schema or table name Spark's SQL reads without quotes (dbt-spark does not quote them).
@@ -259,7 +258,10 @@ def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigS
     """Validate a model's config; defaults follow the model's schema and identifier."""
     _relation_name(model, schema, identifier)
     _config_names(model, config.keys())
-    mirror_schema = _folder_setting(model, config, "mirror_schema", schema, "schema")
+    # '' is the mirror's default schema: the table folder sits at the root, without a schema folder.
+    mirror_schema = (
+        "" if config.get("mirror_schema") == "" else _folder_setting(model, config, "mirror_schema", schema, "schema")
+    )
     unique_key = _unique_key(model, config.get("unique_key"))
     problem = file_format_problem(config.get("file_format"))
     if problem:

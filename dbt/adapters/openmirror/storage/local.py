@@ -108,6 +108,7 @@ class LocalStorage(LandingZoneStorage):
     def __init__(self, root: Path) -> None:
         self.root = root
         self.location = str(root)
+        self._real_root = root.resolve()
 
     def _resolve(self, path: str) -> Path:
         relative = PurePosixPath(path)
@@ -121,7 +122,7 @@ class LocalStorage(LandingZoneStorage):
             real = joined.resolve()
         except (RuntimeError, OSError) as exc:  # a loop of links (RuntimeError before Python 3.13)
             raise LandingZoneConfigError(f"{joined} cannot be resolved ({exc}): a loop of symbolic links?") from None
-        if not real.is_relative_to(self.root.resolve()):
+        if not real.is_relative_to(self._real_root):
             raise LandingZoneConfigError(
                 f"{joined} leads out of the landing zone {self.root} through a symbolic link: "
                 "dbt-openmirror reads and writes only inside the landing zone"

@@ -128,16 +128,16 @@ def _replay_watch(mirror: LocalMirror, interval: float) -> int:
     return 0
 
 
-def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> tuple[str, str | None, str | None]:
-    """(where from, tables.json text, replicator.json text): the local mirror's with --target,
-    otherwise the service's Files/Monitoring beside the landing zone."""
+def _mirror_status(args: argparse.Namespace, storage: LandingZoneStorage) -> tuple[str | None, str | None]:
+    """(tables.json text, replicator.json text): the local mirror's with --target, otherwise the
+    service's Files/Monitoring beside the landing zone."""
     if args.target:
         target = Path(args.target).resolve()
         if not target.is_dir():
             raise OpenMirrorError(f"the local mirror {target} does not exist")
         path = target / STATUS_FILE
-        return "local mirror", (path.read_text(encoding="utf-8") if path.exists() else None), None
-    return "Files/Monitoring", storage.read_monitoring(TABLES_FILE), storage.read_monitoring(REPLICATOR_FILE)
+        return (path.read_text(encoding="utf-8") if path.exists() else None), None
+    return storage.read_monitoring(TABLES_FILE), storage.read_monitoring(REPLICATOR_FILE)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -147,7 +147,7 @@ def _status(args: argparse.Namespace) -> int:
     source = "local mirror" if args.target else "Files/Monitoring"
     replicator_text = None
     try:
-        source, tables_text, replicator_text = _mirror_status(args, storage)
+        tables_text, replicator_text = _mirror_status(args, storage)
         mirrored = parse_tables(tables_text, f"{source} {TABLES_FILE}") if tables_text else {}
     except (ValueError, PublishError) as exc:  # caught while the mirror rewrites it: the landing zone is still shown
         print(f"mirror status not readable: {exc}")
