@@ -5,8 +5,9 @@
   them into the table folder's next numbers and makes the output the new snapshot. This macro
   compiles the model, runs its hooks, keeps dbt's relation cache and returns the relations.
   A full-diff run whose model reads exactly what its snapshot was built from builds nothing and
-  publishes nothing (spark/model_inputs.py). Three runs publish differently: `--empty` checks the columns and key and publishes nothing; a
-  dry run (var openmirror_dry_run) reports what it would publish and writes nothing to the landing
+  publishes nothing (spark/model_inputs.py). Three runs publish differently: `--empty`, and
+  `--sample` of an input with an `event_time`, build part of the rows, which are checked and not
+  published; a dry run (var openmirror_dry_run) reports what it would publish and writes nothing to the landing
   zone; publish='after_tests' holds the change until the invocation's end, where the on-run-end
   hook publishes it if the model's tests passed.
 -#}
@@ -19,7 +20,8 @@
   {#- The configs are read and checked in Python (run/config.py), from dbt's `config` itself. -#}
   {%- set run = adapter.openmirror_start(
       model.name, model.unique_id, this, config, model.unrendered_config,
-      should_full_refresh(), var('openmirror_dry_run', false), flags.EMPTY, graph, openmirror_selection()) -%}
+      should_full_refresh(), var('openmirror_dry_run', false),
+      openmirror_partial_output(model.depends_on.nodes, graph), graph, openmirror_selection()) -%}
   {%- set new_relation = run.relations.new_output -%}
 
   {%- set existing_relation = load_cached_relation(this) -%}

@@ -27,7 +27,8 @@
         ~ "to dbt_project.yml. Nothing was staged.") -%}
   {%- endif -%}
   {#- A change held for tests this invocation does not run could never be published: only reported. -#}
-  {%- set unaudited = om.openmirror_unaudited_reason(settings.publish, dry_run or flags.EMPTY, model.unique_id,
+  {%- set partial_output = om.openmirror_partial_output(model.depends_on.nodes, graph) -%}
+  {%- set unaudited = om.openmirror_unaudited_reason(settings.publish, dry_run or partial_output, model.unique_id,
                                                       graph.nodes, om.openmirror_selection()) -%}
   {%- if unaudited -%}
     {%- do exceptions.warn("Model '" ~ model.name ~ "': " ~ unaudited) -%}
@@ -36,8 +37,8 @@
   {#- Every run here is in full, so a reconcile changes nothing; its value is still checked, as in the plugin. -#}
   {%- do om.openmirror_var_flag('openmirror_reconcile', var('openmirror_reconcile', false)) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
-  {#- A run that stages nothing (a dry run, --empty) builds beside the names a staging run uses. -#}
-  {%- set prefix = '__om_check' if (dry_run or flags.EMPTY) else '__om' -%}
+  {#- A run that stages nothing (a dry run, --empty, --sample) builds beside the names a staging run uses. -#}
+  {%- set prefix = '__om_check' if (dry_run or partial_output) else '__om' -%}
   {%- set new_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_new') -%}
   {%- set backup_relation = make_backup_relation(target_relation, 'table') -%}
   {#- Key hashes of the output and of the snapshot, and this run's changed keys (macros/sql/hash_diff.sql). -#}
@@ -46,8 +47,8 @@
   {%- set changes_relation = make_intermediate_relation(target_relation, suffix=prefix ~ '_changes') -%}
   {%- set run_id = om.openmirror_package_run_id(model.unique_id) -%}
   {%- set staged_folder = om.openmirror_staged_folder(run_id) -%}
-  {%- if flags.EMPTY -%}
-    {{ return(om.openmirror_package_empty_run(settings, target_relation, new_relation)) }}
+  {%- if partial_output -%}
+    {{ return(om.openmirror_package_partial_run(settings, target_relation, new_relation, partial_output)) }}
   {%- endif -%}
 
   {#- 0. The manifest, and what an interrupted run of this table left. -#}
@@ -220,9 +221,10 @@
   {{ return({'columns': columns, 'key_columns': key_columns}) }}
 {%- endmacro -%}
 
-{#- `dbt run --empty`: the output was built without rows; its columns and key are checked, nothing
-    is staged, and `{{ this }}` stays as it was (created empty, unrecorded, only when there is none). -#}
-{%- macro openmirror_package_empty_run(settings, target_relation, new_relation) -%}
+{#- `dbt run --empty` built the output without rows, `--sample` with some (`partial_output` says
+    which): its columns and key are checked, nothing is staged, and `{{ this }}` stays as it was
+    (created from those rows, recorded as an empty run's, only when there is none). -#}
+{%- macro openmirror_package_partial_run(settings, target_relation, new_relation, partial_output) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set constants = om.openmirror_constants() -%}
   {%- set existing_relation = load_cached_relation(this) -%}
@@ -241,7 +243,7 @@
         om.openmirror_published_names(om.openmirror_table_properties(existing_relation))) -%}
     {{ adapter.drop_relation(new_relation) }}
   {%- endif -%}
-  {%- do store_raw_result(name='main', message='--empty: columns and unique_key checked, nothing staged for '
+  {%- do store_raw_result(name='main', message=partial_output ~ ': columns and unique_key checked, nothing staged for '
       ~ settings.table_folder, code='EMPTY', rows_affected=0) -%}
   {%- do om.openmirror_finish(target_relation, existing_relation) -%}
   {{ return({'relations': [target_relation]}) }}

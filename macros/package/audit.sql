@@ -34,6 +34,22 @@
   {{ return([] if flags.WHICH == 'retry' else selected_resources) }}
 {%- endmacro -%}
 
+{#- Why this invocation builds only part of the model's rows, so that its run checks them and
+    publishes nothing; none when it builds them all. `--empty` builds no rows. `--sample` filters
+    every input that has an `event_time` to its window (dbt's rule; Jinja's `flags` lacks the
+    sample), and the rows outside it would be published as deletes. -#}
+{%- macro openmirror_partial_output(depends_on, graph) -%}
+  {%- if flags.EMPTY -%}{{ return('--empty') }}{%- endif -%}
+  {%- set sampled = [] -%}
+  {%- if invocation_args_dict.get('sample') -%}
+    {%- for unique_id in depends_on -%}
+      {%- set node = graph.nodes.get(unique_id) or graph.sources.get(unique_id) or {} -%}
+      {%- if (node.config or {}).get('event_time') -%}{%- do sampled.append(node.name) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(('--sample reads ' ~ sampled | join(', ') ~ ' only in its window') if sampled else none) }}
+{%- endmacro -%}
+
 {#- audit.unaudited_reason in Jinja (the same cases test both): why a held change could not be
     published in this invocation, known before the model runs; none when it could. -#}
 {%- macro openmirror_unaudited_reason(publish, reports_only, model_id, nodes, selected) -%}

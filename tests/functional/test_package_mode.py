@@ -16,6 +16,8 @@ from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
 from tests.support.delta_reader import read_delta
 from tests.support.mirror import (
+    SAMPLED_ROWS,
+    SAMPLED_SOURCE,
     assert_local_mirror_equals,
     assert_mirror_equals,
     file_markers,
@@ -304,6 +306,41 @@ class TestPackageRunsThatStageNothing(InPackageMode):
         _stage(project, warehouse, "(1, 'a', 11), (3, 'c', 30)")
         publish(landing_zone)
         assert sorted(file_markers(folder)[-1]) == [0, 1, 2]
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+
+@PLUGIN_TWIN
+class TestPackageSampledRuns(InPackageMode):
+    """test_publish_modes.py's sampled runs, staged: nothing is staged from a sampled input."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "events.sql": "{{ config(materialized='table', event_time='updated_at') }}\n"
+            "select * from {{ target.schema }}.src",
+            "customers.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+            "select * from {{ ref('events') }}",
+        }
+
+    def test_a_sampled_input_stages_nothing(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS))
+        run_dbt(["run"])
+        publish(landing_zone)
+        before, snapshot = tree_digest(landing_zone), warehouse.rows(f"select * from {schema}.customers")
+
+        set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS.replace("'b'", "'B'")))
+        result = run_dbt(["run", "--sample", "1 day"])[1]
+        assert result.message == (
+            f"--sample reads events only in its window: columns and unique_key checked, "
+            f"nothing staged for {schema}.schema/customers"
+        )
+        assert publish(landing_zone) == [] and tree_digest(landing_zone) == before
+        assert warehouse.rows(f"select * from {schema}.customers") == snapshot
+        run_dbt(["run"])
+        publish(landing_zone)
+        assert file_markers(folder)[-1] == [1]
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 

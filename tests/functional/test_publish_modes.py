@@ -15,6 +15,8 @@ from pyspark.sql import SparkSession
 
 from tests.support.audited_models import AUDITED, AUDITED_TESTS, ORDERS_TESTS, SCHEMA_HEADER
 from tests.support.mirror import (
+    SAMPLED_ROWS,
+    SAMPLED_SOURCE,
     assert_mirror_equals,
     file_markers,
     model_output,
@@ -65,6 +67,48 @@ class TestEmptyRuns:
         [result, _] = run_dbt(["run"])
         assert result.adapter_response["mode"] == "incremental" and file_markers(folder)[-1] == [1]
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
+
+class TestSampledRuns:
+    """`dbt run --sample` filters every input that has an `event_time` to the sample's window: the
+    output is part of the model's rows, so a run that reads such an input publishes nothing (the
+    rows outside the window would be published as deletes). Inputs without an `event_time` are
+    read whole, and a model reading only those publishes as usual."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "events.sql": "{{ config(materialized='table', event_time='updated_at') }}\n"
+            "select * from {{ target.schema }}.src",
+            "customers.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+            "select * from {{ ref('events') }}",
+            "whole.sql": MODEL,
+        }
+
+    def test_a_sampled_input_publishes_nothing(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        customers, whole = (table_folder(landing_zone, schema, name) for name in ("customers", "whole"))
+        set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS))
+        run_dbt(["run"])
+        before, snapshot = tree_digest(customers), model_output(warehouse, f"select * from {schema}.customers")
+
+        set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS.replace("'b'", "'B'")))
+        results = {r.node.name: r for r in run_dbt(["run", "--sample", "1 day"])}
+        assert results["customers"].message == (
+            f"--sample reads events only in its window: columns and unique_key checked, "
+            f"nothing published to {schema}.schema/customers"
+        )
+        assert tree_digest(customers) == before
+        assert model_output(warehouse, f"select * from {schema}.customers") == snapshot
+        # A model reading no sampled input publishes its change.
+        assert results["whole"].adapter_response["mode"] == "incremental"
+        assert file_markers(whole)[-1] == [1]
+        assert_mirror_equals(warehouse, whole, f"select * from {schema}.src")
+
+        # The next run in full publishes the change the sampled run did not.
+        run_dbt(["run", "--select", "customers"])
+        assert file_markers(customers)[-1] == [1]
+        assert_mirror_equals(warehouse, customers, f"select * from {schema}.src")
 
 
 class TestDryRun:

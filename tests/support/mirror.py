@@ -50,6 +50,12 @@ class Warehouse:
         return self._export(f"select * from {relation} limit 0").schema.names
 
 
+#: A source for `--sample` runs (`event_time='updated_at'`).
+SAMPLED_SOURCE = "select * from values {rows} as t(id, name, updated_at)"
+#: One row changed within the last day, one long before: a sample of a day sees only the first.
+SAMPLED_ROWS = "(1, 'a', timestamp'2020-01-01'), (2, 'b', current_timestamp() - interval 1 hour)"
+
+
 def set_source(warehouse: Warehouse, schema: str, select_sql: str, name: str = "src") -> None:
     """(Re)create the table the test models read from."""
     warehouse.run(f"drop table if exists {schema}.{name}")

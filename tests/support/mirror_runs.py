@@ -89,7 +89,7 @@ class Project:
             "model.shop.customers",
             full_refresh,
             dry_run,
-            empty=False,
+            partial_output=None,
         )
         try:
             run.prepare()

@@ -1095,6 +1095,39 @@ def test_a_retry_decides_nothing_from_the_selection(command, expected):
     assert macros.openmirror_selection() == expected
 
 
+SAMPLE_GRAPH = {
+    "nodes": {
+        "model.shop.events": {"name": "events", "config": {"event_time": "updated_at"}},
+        "seed.shop.regions": {"name": "regions", "config": {"event_time": None}},
+    },
+    "sources": {"source.shop.raw.orders": {"name": "orders", "config": {"event_time": "ordered_at"}}},
+}
+
+
+@pytest.mark.parametrize(
+    "empty, sample, depends_on, expected",
+    [
+        (False, None, ["model.shop.events"], None),
+        (True, None, ["seed.shop.regions"], "--empty"),
+        (False, "1 day", ["seed.shop.regions"], None),  # nothing it reads is sampled: all rows built
+        (False, "1 day", ["model.shop.events", "seed.shop.regions"], "--sample reads events only in its window"),
+        (
+            False,
+            "3 days",
+            ["source.shop.raw.orders", "model.shop.events"],
+            "--sample reads orders, events only in its window",
+        ),
+    ],
+)
+def test_partial_output_names_what_the_invocation_leaves_out(empty, sample, depends_on, expected):
+    """`--empty` and `--sample` build part of the model's rows (dbt samples the inputs that have an
+    `event_time`): such a run checks them and publishes nothing."""
+    macros = PackageMacros(
+        flags=SimpleNamespace(EMPTY=empty), invocation_args_dict={"sample": sample} if sample else {}
+    )
+    assert macros.openmirror_partial_output(depends_on, SAMPLE_GRAPH) == expected
+
+
 # -- table properties longer than a metastore keeps (spark/metastore_limits.py) ---------------------
 
 LONG = "".join(chr(ord("a") + i % 26) for i in range(9001))

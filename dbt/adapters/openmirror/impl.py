@@ -153,19 +153,22 @@ class OpenMirrorAdapter(SparkAdapter):
         set_by_user: Collection[str],
         full_refresh: bool,
         dry_run: Any,
-        empty: bool,
+        partial_output: str | None,
         graph: Mapping[str, Any],
         selected_resources: Collection[str],
     ) -> MirrorRun:
         """A model's run begins: its config checked (`config` is dbt's, `set_by_user` the model's
         unrendered_config), and, when it publishes, its table's lease taken and what an
         interrupted run left finished. A change held for tests this invocation does not run is
-        only reported, as a dry run's."""
+        only reported, as a dry run's. `partial_output` says why the invocation builds only part of
+        the model's rows (`--empty`, `--sample`; macros/package/audit.sql), None when it builds all."""
         mirror = self._mirror_config(model_name, this, config, set_by_user)
         nodes = graph.get("nodes", {})
         require_audit_hook(mirror, nodes)
         asked_for_dry_run = var_flag("openmirror_dry_run", dry_run)
-        unaudited = unaudited_reason(mirror.publish, asked_for_dry_run or empty, model_id, nodes, selected_resources)
+        unaudited = unaudited_reason(
+            mirror.publish, asked_for_dry_run or partial_output is not None, model_id, nodes, selected_resources
+        )
         run = MirrorRun(
             self.run_context,
             self.held_changes,
@@ -175,7 +178,7 @@ class OpenMirrorAdapter(SparkAdapter):
             model_id,
             full_refresh,
             asked_for_dry_run or unaudited is not None,
-            empty,
+            partial_output,
             candidates=model_id in self._selected_candidates,
             report_only_because=unaudited,
             project_relations=model_relations(nodes),

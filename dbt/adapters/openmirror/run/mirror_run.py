@@ -7,7 +7,7 @@ its relations; it calls this class three times:
 - (the materialization builds the model output as `relations.new_output`)
 - `publish(existing)`: check the output's keys, plan the run, diff against the snapshot, stage
   the change rows as Parquet, publish them (or hold them for the model's tests) and make the
-  output the snapshot; or, for `--empty` and dry runs, check and report only.
+  output the snapshot; or, for `--empty`, `--sample` and dry runs, check and report only.
 Every statement goes through `Statements` (the macros of macros/sql/) and every relation through
 `Catalog`, so the unit tests run each branch against a fake warehouse.
 """
@@ -94,7 +94,7 @@ class MirrorRun:
         model_id: str,
         full_refresh: bool,
         dry_run: bool,
-        empty: bool,
+        partial_output: str | None,
         candidates: bool = False,
         report_only_because: str | None = None,
         project_relations: Collection[str] = (),
@@ -106,7 +106,8 @@ class MirrorRun:
         self.model_id = model_id
         self.full_refresh = full_refresh
         self.dry_run = dry_run
-        self.empty = empty
+        #: Why the invocation builds only part of the rows (`--empty`, `--sample`): checked, not published.
+        self.partial_output = partial_output
         #: The model selected only candidate rows (its `is_incremental()` was true).
         self.candidates = candidates
         #: The relations (`schema.alias`) the project's models build: table folders they own are
@@ -134,7 +135,7 @@ class MirrorRun:
 
     @property
     def publishes(self) -> bool:
-        return not (self.dry_run or self.empty)
+        return not (self.dry_run or self.partial_output)
 
     def _warn(self, message: str) -> None:
         """A rebuild, a full reload, a recovery or a takeover is never silent."""
@@ -203,8 +204,8 @@ class MirrorRun:
         rows: Candidates | None = None
         if self.candidates or self.mirror.delete_flag:
             rows = self._select_candidates(existing, snapshot)
-            if self.empty:
-                return self._check_empty(existing, rows, previous_columns)
+            if self.partial_output:
+                return self._check_partial(existing, rows, previous_columns)
             if self.candidates and previous_columns is not None:
                 check_candidate_types(self.mirror.model, previous_columns, rows.published_columns)
             if self._overlays(snapshot) and existing is not None and snapshot is not None:
@@ -215,8 +216,8 @@ class MirrorRun:
                     return response
         elif self.writes_output_from_rows:
             rows = self._model_rows()
-        if self.empty:
-            return self._check_empty(existing, None, previous_columns)
+        if self.partial_output:
+            return self._check_partial(existing, None, previous_columns)
         new_columns = rows.published_columns if rows is not None else catalog.columns(relations.new_output)
         model_keys = self._key_columns(new_columns)
         if state is None:
@@ -827,15 +828,16 @@ class MirrorRun:
             response.mode = f"held: {response.mode}"
         return response
 
-    def _check_empty(
+    def _check_partial(
         self,
         existing: Any | None,
         candidates: Candidates | None,
         previous_columns: list[ColumnSpec] | None,
     ) -> OpenMirrorResponse:
-        """`dbt run --empty` builds the model with no rows: its columns and key are checked as a
-        run would check them (the published columns: a `delete_flag` model's `candidates`
-        without the flag), and nothing is published (an empty output would delete every row).
+        """`dbt run --empty` builds the model with no rows, `--sample` with some: its columns and key
+        are checked as a run would check them (the published columns: a `delete_flag` model's
+        `candidates` without the flag), and nothing is published (the rows not built would be
+        published as deletes).
         `{{ this }}` stays what was published (created empty with the published columns,
         unrecorded, only when there is none, so that downstream models can still be built)."""
         mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
@@ -849,7 +851,8 @@ class MirrorRun:
         else:
             catalog.drop(candidates.relation if candidates else relations.new_output)
         return OpenMirrorResponse(
-            _message=f"--empty: columns and unique_key checked, nothing published to {mirror.table_folder}",
+            _message=f"{self.partial_output}: columns and unique_key checked, "
+            f"nothing published to {mirror.table_folder}",
             code="OPEN_MIRROR",
             table_folder=mirror.table_folder,
             mode="empty",
