@@ -203,8 +203,10 @@ class TestSchemaChanges:
         set_source(warehouse, schema, f"{with_due} as t(id, name, score)")
         for published in (1, 0):
             files = len(data_files(folder))
+            dry = run_dbt(["run", "--vars", "{openmirror_dry_run: true}"])[0]
             results = run_dbt(["run"])
             assert len(data_files(folder)) == files + published
+            assert dry.adapter_response["files"] == results[0].adapter_response["files"]  # foretold
             assert results[0].adapter_response["rows_affected"] == 0
             assert "due" in pq.read_schema(data_files(folder)[-1]).names
             assert_mirror_equals(warehouse, folder, source)

@@ -517,19 +517,32 @@ def test_status_says_what_a_deleted_journal_stops(storage, capsys):
 
 
 def test_status_shows_the_landing_zone_when_the_mirrors_status_is_unreadable(tmp_path, capsys):
-    """A tables.json caught half-written beside the landing zone: said in a line, not a traceback."""
+    """A tables.json or replicator.json caught half-written beside the landing zone: said in a
+    line, not a traceback; what the other says is still shown."""
     from dbt.adapters.openmirror.tools.cli import main
 
     storage = LocalStorage(tmp_path / "Files" / "LandingZone")
     storage.root.mkdir(parents=True)
     stage(storage, 1)
     publish(storage, 1)
-    (tmp_path / "Files" / "Monitoring").mkdir()
-    (tmp_path / "Files" / "Monitoring" / "tables.json").write_text('{"tables": [')
+    monitoring = tmp_path / "Files" / "Monitoring"
+    monitoring.mkdir()
+    (monitoring / "tables.json").write_text('{"tables": [')
+    (monitoring / "replicator.json").write_text('{"status": "Running"}')
     assert main(["status", str(storage.root)]) == 0
     out = capsys.readouterr().out
     assert "mirror status not readable: Files/Monitoring tables.json is not valid JSON" in out
+    assert "mirrored database (Files/Monitoring): Running" in out
     assert "s.t " in out
+
+    (monitoring / "tables.json").write_text(
+        '{"tables": [{"sourceTableName": "t", "sourceSchemaName": "s", "status": "Replicating"}]}'
+    )
+    (monitoring / "replicator.json").write_text('{"status": "Runn')
+    assert main(["status", str(storage.root)]) == 0
+    out = capsys.readouterr().out
+    assert "mirrored database (Files/Monitoring): not readable: replicator.json is not valid JSON" in out
+    assert "Replicating" in out
 
 
 def test_a_new_folder_the_mirror_would_take_for_another_is_refused(storage):

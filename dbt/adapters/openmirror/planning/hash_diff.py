@@ -43,12 +43,12 @@ def writer_count(change_rows: int, max_rows_per_file: int) -> int:
     return max(1, min(MAX_WRITERS, math.ceil(change_rows / per_writer)))
 
 
-def file_count(change_rows: int, writers: int, max_rows_per_file: int, full_load: bool) -> int:
+def file_count(change_rows: int, writers: int, max_rows_per_file: int, keeps_empty: bool) -> int:
     """How many files `writers` tasks write for a change set (a dry run's estimate): the rows
-    spread evenly over the writers, each file at most `max_rows_per_file`; a full load writes a
-    file even when empty, so that the table exists."""
+    spread evenly over the writers, each file at most `max_rows_per_file`; with no rows, one when
+    `keeps_empty` (the publisher keeps an empty file to create the table or add its columns)."""
     if change_rows == 0:
-        return 1 if full_load else 0
+        return 1 if keeps_empty else 0
     per_writer = math.ceil(change_rows / writers)
     files_per_writer = math.ceil(per_writer / max_rows_per_file) if max_rows_per_file else 1
     return min(change_rows, writers * files_per_writer)

@@ -17,7 +17,7 @@ overwrite what the other run wrote; it fails saying it lost its lease.
 import json
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -223,13 +223,16 @@ class TableFolderState:
     #: and what the service processed), as paths in the folder.
     unaccounted: tuple[str, ...] = ()
 
-    def lacks_columns_of(self, staged: "StagedFile") -> bool:
-        """Whether `staged` carries a column no file of ours published yet (compared as the
-        mirror compares names, regardless of case). Not known: no."""
+    def keeps_empty_file(self, columns: Iterable[str], full_load: bool) -> bool:
+        """Whether a change of no rows is still published as one empty file: a full load creates
+        the table; otherwise only to add `columns` no file of ours published yet (compared as
+        the mirror compares names, regardless of case; not known: no)."""
+        if full_load:
+            return True
         if self.published_columns is None:
             return False
         published = {name.lower() for name in self.published_columns}
-        return any(name.lower() not in published for name in staged.columns)
+        return any(name.lower() not in published for name in columns)
 
     def unjournaled_files(self) -> str | None:
         """What the folder holds that no journal of ours accounts for, as a message's predicate
@@ -520,7 +523,7 @@ class Publisher:
             )
         # Empty files add no rows; one is kept only to create the table or add its columns.
         to_publish = [f for f in staged if f.rows]
-        if not to_publish and staged and (full_load or state.lacks_columns_of(staged[0])):
+        if not to_publish and staged and state.keeps_empty_file(staged[0].columns, full_load):
             to_publish = staged[:1]
         base = 0 if rebuild else state.last_sequence_number
         files = [(f.path, data_file_name(number)) for number, f in enumerate(to_publish, start=base + 1)]

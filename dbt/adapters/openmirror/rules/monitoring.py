@@ -89,8 +89,12 @@ def replicator_status(text: str, where: str = REPLICATOR_FILE) -> str | None:
 
 
 def describe_replicator(text: str, where: str = REPLICATOR_FILE) -> str:
-    """One line about the mirrored database, from a `replicator.json` text."""
-    document = _json(text, where)
+    """One line about the mirrored database, from a `replicator.json` text (which may be caught
+    half-written: said, not raised)."""
+    try:
+        document = _json(text, where)
+    except ValueError as exc:
+        return f"not readable: {exc}"
     if not isinstance(document, dict):
         return "unknown"
     line = str(document.get("status") or "unknown")

@@ -869,7 +869,8 @@ class MirrorRun:
             counts = marker_counts(
                 self.context.statements, f"({change.select_sql}) change_rows", full_load, mirror.change_markers
             )
-        files = hash_diff.file_count(sum(counts.values()), change.writers, mirror.max_rows_per_file, full_load)
+        keeps_empty = state.keeps_empty_file([c.name for c in plan.schema.added], full_load)
+        files = hash_diff.file_count(sum(counts.values()), change.writers, mirror.max_rows_per_file, keeps_empty)
         first = 1 if full_load else state.last_sequence_number + 1
         names = [data_file_name(n) for n in range(first, first + files)]
         response = publish_response(counts, names, mirror.table_folder, plan.mode, list(self.warnings))
