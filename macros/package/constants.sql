@@ -25,7 +25,7 @@
       "run_id_rule": "letters, digits and '-', and not manifest, leases or probe-*",
       "staging_root": "_scratchPad/dbt-openmirror",
       "states": {"staging": "staging", "held": "held", "staged": "staged", "discarded": "discarded", "published": "published", "superseded": "superseded"},
-      "string_key_types": ["string", "varchar", "char"],
+      "text_types": ["string", "varchar", "char"],
       "unpublishable_types": {"reasons": {"void": "a column of NULLs without a type; cast it to the type it holds, e.g. cast(null as string)", "interval": "intervals have no Delta type (the file would carry a bare count of months or microseconds); publish a number in a unit the column's name says, or a string", "time": "time of day has no Delta type; cast it to string", "variant": "variants have no Delta type; publish JSON text, to_json(...)", "geometry": "geometries have no Delta type; publish their WKT (string) or WKB (binary)", "geography": "geographies have no Delta type; publish their WKT (string) or WKB (binary)"}, "type_word": "[\\s(<]", "map_start": "map\\s*<", "faithful_map_key": "map\\s*<\\s*(?:string(?:\\s+collate\\s+\\w+)?|tinyint|smallint|int|integer|bigint|float|double|boolean|decimal(?:\\(\\s*\\d+\\s*(?:,\\s*\\d+\\s*)?\\))?)\\s*,"}
   }) }}
 {%- endmacro -%}

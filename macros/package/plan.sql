@@ -3,7 +3,7 @@
     tables test both, tests/unit/test_package_decisions.py). -#}
 
 {#- Columns as the shared SQL macros take them (name, data_type, published_type, is_complex,
-    is_floating, is_collated, published_name). -#}
+    is_text, is_floating, is_collated, published_name). -#}
 {%- macro openmirror_column_specs(columns) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set specs = [] -%}
@@ -13,6 +13,7 @@
     {%- set is_collated = not is_complex and modules.re.search(om.openmirror_constants().non_binary_collation, data_type) is not none -%}
     {%- do specs.append({
         'name': column.column, 'data_type': column.dtype, 'is_complex': is_complex,
+        'is_text': modules.re.match(om.openmirror_constants().text_types | join('|'), data_type) is not none,
         'is_floating': data_type in om.openmirror_constants().floating_point_types, 'is_collated': is_collated,
         'published_type': 'string' if is_complex else modules.re.sub(om.openmirror_constants().collation_clause, '', data_type),
         'published_name': column.column,
@@ -23,7 +24,7 @@
 
 {#- The spec published under the mirror's spelling of its name (`spelling`: lower name -> name). -#}
 {%- macro openmirror_as_published(spec, spelling) -%}
-  {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex,
+  {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex, 'is_text': spec.is_text,
       'is_floating': spec.is_floating, 'is_collated': spec.is_collated,
       'published_type': spec.published_type, 'published_name': spelling.get(spec.name | lower, spec.name)}) }}
 {%- endmacro -%}
@@ -110,16 +111,7 @@
 {#- keys.string_keys: the key columns whose values the mirror's SQL may compare ignoring case or
     trailing spaces. -#}
 {%- macro openmirror_string_keys(specs, key_columns) -%}
-  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set string_types = om.openmirror_constants().string_key_types -%}
-  {%- set found = [] -%}
-  {%- for spec in specs if spec.name in key_columns -%}
-    {%- set data_type = spec.data_type | trim | lower -%}
-    {%- for prefix in string_types if data_type.startswith(prefix) and spec.name not in found -%}
-      {%- do found.append(spec.name) -%}
-    {%- endfor -%}
-  {%- endfor -%}
-  {{ return(found) }}
+  {{ return(specs | selectattr('is_text') | map(attribute='name') | select('in', key_columns) | list) }}
 {%- endmacro -%}
 
 {#- keys.lookalike_warning: two keys that differ only in case or trailing spaces. -#}

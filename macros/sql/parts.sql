@@ -1,6 +1,6 @@
 {#-
   Pieces every change-row select shares. They take plain values (names, column descriptions
-  with `name`, `data_type`, `published_type` and `is_complex`) and render SQL text only, so the
+  with `name`, `data_type`, `published_type`, `is_complex` and `is_text`) and render SQL text only, so the
   plugin (through the adapter) and the package (on a stock Spark connection) render the same SQL.
 
   Macros here call each other through `om`: dbt resolves an installed package's macros only as
@@ -87,7 +87,7 @@
 {%- macro openmirror_checked_value(expression, column, show_values) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set value = om.openmirror_published_value(expression, column) | trim -%}
-  {%- if not column.is_complex and column.published_type.split('(')[0] in ('string', 'varchar', 'char') -%}
+  {%- if column.is_text -%}
     {%- set shown = [om.openmirror_string("column '" ~ column.name ~ "' holds text that is not valid UTF-8, which "
         ~ "Parquet readers refuse")] -%}
     {%- if show_values -%}

@@ -98,6 +98,7 @@ def _spec(column):
         "name": column.name,
         "data_type": column.data_type,
         "is_complex": column.is_complex,
+        "is_text": column.is_text,
         "is_floating": column.is_floating,
         "is_collated": column.is_collated,
         "published_type": column.published_type,
@@ -632,6 +633,10 @@ def test_schema_plan_agrees(package, previous, current, on_schema_change, publis
         "string collate UTF8_BINARY",
         "string collate UTF8_BINARY_RTRIM",
         "array<string collate UTF8_LCASE>",
+        " String",
+        "varchar(10)",
+        "CHAR(3)",
+        "binary",
     ],
 )
 def test_column_specs_agree(package, data_type):

@@ -27,7 +27,7 @@ from dbt.adapters.openmirror.package.publish import (
     SUPERSEDED,
 )
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS, HASHES_RUN_ID
-from dbt.adapters.openmirror.planning.keys import HIDDEN, STRING_TYPES
+from dbt.adapters.openmirror.planning.keys import HIDDEN
 from dbt.adapters.openmirror.planning.run_plan import (
     FIRST_PUBLISH,
     FULL_REFRESH,
@@ -45,6 +45,7 @@ from dbt.adapters.openmirror.planning.schema_plan import (
     MAP_START,
     NON_BINARY_COLLATION,
     ROW_MARKER_NAME,
+    TEXT_TYPES,
     TYPE_WORD,
     UNPUBLISHABLE_TYPES,
 )
@@ -129,7 +130,7 @@ def constants() -> dict[str, Any]:
             "plain_relation_name": PLAIN_RELATION_NAME.pattern,
         },
         "hidden_values": HIDDEN,
-        "string_key_types": list(STRING_TYPES),
+        "text_types": list(TEXT_TYPES),
         "non_binary_collation": NON_BINARY_COLLATION.pattern,
         "loads": {"full": FULL, "incremental": INCREMENTAL},
         "manifest_columns": manifest_columns(),

@@ -5,7 +5,6 @@ from collections.abc import Iterable, Sequence
 from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.planning.schema_plan import NON_BINARY_COLLATION, ColumnSpec
 
-STRING_TYPES = ("string", "varchar", "char")
 HIDDEN = "(values hidden: show_key_values=false)"
 
 
@@ -50,7 +49,7 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
 
 def string_keys(key_columns: Sequence[ColumnSpec]) -> list[str]:
     """Key columns whose values the mirror's SQL may compare ignoring case or trailing spaces."""
-    return [c.name for c in key_columns if c.data_type.strip().lower().startswith(STRING_TYPES)]
+    return [c.name for c in key_columns if c.is_text]
 
 
 def raise_key_problems(

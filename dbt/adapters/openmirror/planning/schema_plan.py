@@ -8,6 +8,8 @@ from dbt.adapters.openmirror.errors import SchemaChangeError
 
 _COMPLEX_TYPE_PREFIXES = ("struct<", "array<", "map<")
 FLOATING_POINT_TYPES = ("float", "double", "real")
+#: Text, whatever its length limit or collation.
+TEXT_TYPES = ("string", "varchar", "char")
 #: A string collation other than byte for byte (UTF8_BINARY), in a lower-cased Spark type: values
 #: equal under it can differ in the files.
 NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
@@ -37,6 +39,10 @@ class ColumnSpec:
     def is_floating(self) -> bool:
         """A float or double: NaN and the sign of a zero compare differently in different engines."""
         return self.data_type.strip().lower() in FLOATING_POINT_TYPES
+
+    @property
+    def is_text(self) -> bool:
+        return self.data_type.strip().lower().startswith(TEXT_TYPES)
 
     @property
     def is_collated(self) -> bool:
