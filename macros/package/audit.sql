@@ -39,15 +39,26 @@
     every input that has an `event_time` to its window (dbt's rule; Jinja's `flags` lacks the
     sample), and the rows outside it would be published as deletes. -#}
 {%- macro openmirror_partial_output(depends_on, graph) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if flags.EMPTY -%}{{ return('--empty') }}{%- endif -%}
+  {%- set sampled = om.openmirror_sampled_inputs(depends_on, graph) if invocation_args_dict.get('sample') else [] -%}
+  {{ return(('--sample reads ' ~ sampled | unique | join(', ') ~ ' only in its window') if sampled else none) }}
+{%- endmacro -%}
+
+{#- The inputs a sample filters: those with an `event_time`, also when an ephemeral model in
+    between reads them (its SQL is part of the model's). -#}
+{%- macro openmirror_sampled_inputs(depends_on, graph) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set sampled = [] -%}
-  {%- if invocation_args_dict.get('sample') -%}
-    {%- for unique_id in depends_on -%}
-      {%- set node = graph.nodes.get(unique_id) or graph.sources.get(unique_id) or {} -%}
-      {%- if (node.config or {}).get('event_time') -%}{%- do sampled.append(node.name) -%}{%- endif -%}
-    {%- endfor -%}
-  {%- endif -%}
-  {{ return(('--sample reads ' ~ sampled | join(', ') ~ ' only in its window') if sampled else none) }}
+  {%- for unique_id in depends_on -%}
+    {%- set node = graph.nodes.get(unique_id) or graph.sources.get(unique_id) or {} -%}
+    {%- set config = node.config or {} -%}
+    {%- if config.get('event_time') -%}{%- do sampled.append(node.name) -%}{%- endif -%}
+    {%- if config.get('materialized') == 'ephemeral' -%}
+      {%- do sampled.extend(om.openmirror_sampled_inputs((node.depends_on or {}).get('nodes') or [], graph)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(sampled) }}
 {%- endmacro -%}
 
 {#- audit.unaudited_reason in Jinja (the same cases test both): why a held change could not be

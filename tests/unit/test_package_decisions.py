@@ -1104,6 +1104,16 @@ SAMPLE_GRAPH = {
     "nodes": {
         "model.shop.events": {"name": "events", "config": {"event_time": "updated_at"}},
         "seed.shop.regions": {"name": "regions", "config": {"event_time": None}},
+        "model.shop.recent": {
+            "name": "recent",
+            "config": {"materialized": "ephemeral"},
+            "depends_on": {"nodes": ["model.shop.events", "seed.shop.regions"]},
+        },
+        "model.shop.staged": {
+            "name": "staged",
+            "config": {"materialized": "table"},
+            "depends_on": {"nodes": ["model.shop.events"]},
+        },
     },
     "sources": {"source.shop.raw.orders": {"name": "orders", "config": {"event_time": "ordered_at"}}},
 }
@@ -1122,6 +1132,10 @@ SAMPLE_GRAPH = {
             ["source.shop.raw.orders", "model.shop.events"],
             "--sample reads orders, events only in its window",
         ),
+        # An ephemeral model's SQL is the model's own: what it reads is sampled; a table's is not.
+        (False, "1 day", ["model.shop.recent"], "--sample reads events only in its window"),
+        (False, "1 day", ["model.shop.staged"], None),
+        (False, "1 day", ["model.shop.recent", "model.shop.events"], "--sample reads events only in its window"),
     ],
 )
 def test_partial_output_names_what_the_invocation_leaves_out(empty, sample, depends_on, expected):
