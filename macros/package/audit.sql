@@ -41,22 +41,23 @@
 {%- macro openmirror_partial_output(depends_on, graph) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if flags.EMPTY -%}{{ return('--empty') }}{%- endif -%}
-  {%- set sampled = om.openmirror_sampled_inputs(depends_on, graph) if invocation_args_dict.get('sample') else [] -%}
-  {{ return(('--sample reads ' ~ sampled | unique | join(', ') ~ ' only in its window') if sampled else none) }}
+  {%- set sampled = om.openmirror_sampled_upstream(depends_on, graph) if invocation_args_dict.get('sample') else [] -%}
+  {{ return(('--sample filters ' ~ sampled | join(', ') ~ ', upstream of this model') if sampled else none) }}
 {%- endmacro -%}
 
-{#- The inputs a sample filters: those with an `event_time`, also when an ephemeral model in
-    between reads them (its SQL is part of the model's). -#}
-{%- macro openmirror_sampled_inputs(depends_on, graph) -%}
-  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set sampled = [] -%}
-  {%- for unique_id in depends_on -%}
+{#- The nodes upstream of the model (through any number of models) that a sample filters: those
+    with an `event_time`. Any of them makes the output partial: directly, through an ephemeral
+    model's SQL, or through a view or table this invocation builds from its sample (and which
+    then holds the sample: an `open_mirror` model's first sampled run, too). -#}
+{%- macro openmirror_sampled_upstream(depends_on, graph) -%}
+  {%- set sampled, pending = [], depends_on | list -%}
+  {#- `pending` grows as the loop goes: each node's own inputs are visited after it, once. -#}
+  {%- for unique_id in pending -%}
     {%- set node = graph.nodes.get(unique_id) or graph.sources.get(unique_id) or {} -%}
-    {%- set config = node.config or {} -%}
-    {%- if config.get('event_time') -%}{%- do sampled.append(node.name) -%}{%- endif -%}
-    {%- if config.get('materialized') == 'ephemeral' -%}
-      {%- do sampled.extend(om.openmirror_sampled_inputs((node.depends_on or {}).get('nodes') or [], graph)) -%}
-    {%- endif -%}
+    {%- if (node.config or {}).get('event_time') and node.name not in sampled -%}{%- do sampled.append(node.name) -%}{%- endif -%}
+    {%- for upstream in (node.depends_on or {}).get('nodes') or [] if upstream not in pending -%}
+      {%- do pending.append(upstream) -%}
+    {%- endfor -%}
   {%- endfor -%}
   {{ return(sampled) }}
 {%- endmacro -%}

@@ -333,7 +333,7 @@ class TestPackageSampledRuns(InPackageMode):
         set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS.replace("'b'", "'B'")))
         result = run_dbt(["run", "--sample", "1 day"])[1]
         assert result.message == (
-            f"--sample reads events only in its window: columns and unique_key checked, "
+            f"--sample filters events, upstream of this model: columns and unique_key checked, "
             f"nothing staged for {schema}.schema/customers"
         )
         assert publish(landing_zone) == [] and tree_digest(landing_zone) == before

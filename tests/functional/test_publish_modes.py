@@ -70,45 +70,52 @@ class TestEmptyRuns:
 
 
 class TestSampledRuns:
-    """`dbt run --sample` filters every input that has an `event_time` to the sample's window: the
-    output is part of the model's rows, so a run that reads such an input publishes nothing (the
-    rows outside the window would be published as deletes). Inputs without an `event_time` are
-    read whole, and a model reading only those publishes as usual."""
+    """`dbt run --sample` filters every input that has an `event_time` to the sample's window, and
+    the models built from it then hold the sample: a model with such a node upstream builds part
+    of its rows, so its run publishes nothing (the rows outside the window would be published as
+    deletes). A model with none upstream reads its inputs whole and publishes as usual."""
 
     @pytest.fixture(scope="class")
     def models(self):
+        mirrored = "{{ config(materialized='open_mirror', unique_key='id') }}\n"
         return {
             "events.sql": "{{ config(materialized='table', event_time='updated_at') }}\n"
             "select * from {{ target.schema }}.src",
-            "customers.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
-            "select * from {{ ref('events') }}",
+            "customers.sql": f"{mirrored}select * from {{{{ ref('events') }}}}",
+            "staged.sql": "{{ config(materialized='view') }}\nselect * from {{ ref('events') }}",
+            "through_view.sql": f"{mirrored}select * from {{{{ ref('staged') }}}}",
             "whole.sql": MODEL,
         }
 
     def test_a_sampled_input_publishes_nothing(self, project, warehouse, landing_zone):
         schema = project.test_schema
-        customers, whole = (table_folder(landing_zone, schema, name) for name in ("customers", "whole"))
+        sampled = ("customers", "through_view")
+        whole = table_folder(landing_zone, schema, "whole")
         set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS))
         run_dbt(["run"])
-        before, snapshot = tree_digest(customers), model_output(warehouse, f"select * from {schema}.customers")
+        before = {name: tree_digest(table_folder(landing_zone, schema, name)) for name in sampled}
+        snapshots = {name: model_output(warehouse, f"select * from {schema}.{name}") for name in sampled}
 
         set_source(warehouse, schema, SAMPLED_SOURCE.format(rows=SAMPLED_ROWS.replace("'b'", "'B'")))
         results = {r.node.name: r for r in run_dbt(["run", "--sample", "1 day"])}
-        assert results["customers"].message == (
-            f"--sample reads events only in its window: columns and unique_key checked, "
-            f"nothing published to {schema}.schema/customers"
-        )
-        assert tree_digest(customers) == before
-        assert model_output(warehouse, f"select * from {schema}.customers") == snapshot
+        for name in sampled:
+            assert results[name].message == (
+                f"--sample filters events, upstream of this model: columns and unique_key checked, "
+                f"nothing published to {schema}.schema/{name}"
+            )
+            assert tree_digest(table_folder(landing_zone, schema, name)) == before[name]
+            assert model_output(warehouse, f"select * from {schema}.{name}") == snapshots[name]
         # A model reading no sampled input publishes its change.
         assert results["whole"].adapter_response["mode"] == "incremental"
         assert file_markers(whole)[-1] == [1]
         assert_mirror_equals(warehouse, whole, f"select * from {schema}.src")
 
         # The next run in full publishes the change the sampled run did not.
-        run_dbt(["run", "--select", "customers"])
-        assert file_markers(customers)[-1] == [1]
-        assert_mirror_equals(warehouse, customers, f"select * from {schema}.src")
+        run_dbt(["run"])
+        for name in sampled:
+            folder = table_folder(landing_zone, schema, name)
+            assert file_markers(folder)[-1] == [1]
+            assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
 class TestDryRun:

@@ -1111,9 +1111,15 @@ SAMPLE_GRAPH = {
         },
         "model.shop.staged": {
             "name": "staged",
-            "config": {"materialized": "table"},
-            "depends_on": {"nodes": ["model.shop.events"]},
+            "config": {"materialized": "view"},
+            "depends_on": {"nodes": ["source.shop.raw.orders"]},
         },
+        "model.shop.mart": {
+            "name": "mart",
+            "config": {},
+            "depends_on": {"nodes": ["model.shop.staged", "model.shop.recent"]},
+        },
+        "model.shop.plain": {"name": "plain", "config": {}, "depends_on": {"nodes": ["seed.shop.regions"]}},
     },
     "sources": {"source.shop.raw.orders": {"name": "orders", "config": {"event_time": "ordered_at"}}},
 }
@@ -1124,23 +1130,29 @@ SAMPLE_GRAPH = {
     [
         (False, None, ["model.shop.events"], None),
         (True, None, ["seed.shop.regions"], "--empty"),
-        (False, "1 day", ["seed.shop.regions"], None),  # nothing it reads is sampled: all rows built
-        (False, "1 day", ["model.shop.events", "seed.shop.regions"], "--sample reads events only in its window"),
+        (False, "1 day", ["seed.shop.regions", "model.shop.plain"], None),  # nothing upstream is sampled
+        (False, "1 day", ["model.shop.events", "seed.shop.regions"], "--sample filters events, upstream of this model"),
         (
             False,
             "3 days",
             ["source.shop.raw.orders", "model.shop.events"],
-            "--sample reads orders, events only in its window",
+            "--sample filters orders, events, upstream of this model",
         ),
-        # An ephemeral model's SQL is the model's own: what it reads is sampled; a table's is not.
-        (False, "1 day", ["model.shop.recent"], "--sample reads events only in its window"),
-        (False, "1 day", ["model.shop.staged"], None),
-        (False, "1 day", ["model.shop.recent", "model.shop.events"], "--sample reads events only in its window"),
+        # Through models in between, of any materialization, each named once.
+        (False, "1 day", ["model.shop.recent"], "--sample filters events, upstream of this model"),
+        (False, "1 day", ["model.shop.staged"], "--sample filters orders, upstream of this model"),
+        (
+            False,
+            "1 day",
+            ["model.shop.mart", "model.shop.events"],
+            "--sample filters events, orders, upstream of this model",
+        ),
     ],
 )
 def test_partial_output_names_what_the_invocation_leaves_out(empty, sample, depends_on, expected):
-    """`--empty` and `--sample` build part of the model's rows (dbt samples the inputs that have an
-    `event_time`): such a run checks them and publishes nothing."""
+    """`--empty` and `--sample` build part of the model's rows (dbt samples what has an
+    `event_time`, and models built from it hold the sample): such a run checks them and publishes
+    nothing."""
     macros = PackageMacros(
         flags=SimpleNamespace(EMPTY=empty), invocation_args_dict={"sample": sample} if sample else {}
     )

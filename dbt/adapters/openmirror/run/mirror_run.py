@@ -838,8 +838,8 @@ class MirrorRun:
         are checked as a run would check them (the published columns: a `delete_flag` model's
         `candidates` without the flag), and nothing is published (the rows not built would be
         published as deletes).
-        `{{ this }}` stays what was published (created empty with the published columns,
-        unrecorded, only when there is none, so that downstream models can still be built)."""
+        `{{ this }}` stays what was published (created from the rows built, with the published
+        columns, unrecorded, only when there is none, so that downstream models can still be built)."""
         mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
         columns = candidates.published_columns if candidates else catalog.columns(relations.new_output)
         self._key_columns(columns)
