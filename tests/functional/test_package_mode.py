@@ -16,6 +16,7 @@ from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
 from tests.support.delta_reader import read_delta
 from tests.support.mirror import (
+    SAMPLED_MODELS,
     SAMPLED_ROWS,
     SAMPLED_SOURCE,
     assert_local_mirror_equals,
@@ -315,12 +316,7 @@ class TestPackageSampledRuns(InPackageMode):
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {
-            "events.sql": "{{ config(materialized='table', event_time='updated_at') }}\n"
-            "select * from {{ target.schema }}.src",
-            "customers.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
-            "select * from {{ ref('events') }}",
-        }
+        return SAMPLED_MODELS
 
     def test_a_sampled_input_stages_nothing(self, project, warehouse, landing_zone):
         schema = project.test_schema

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from tests.support.audited_models import AUDITED, AUDITED_TESTS, ORDERS_TESTS, SCHEMA_HEADER
 from tests.support.mirror import (
+    SAMPLED_MODELS,
     SAMPLED_ROWS,
     SAMPLED_SOURCE,
     assert_mirror_equals,
@@ -77,13 +78,10 @@ class TestSampledRuns:
 
     @pytest.fixture(scope="class")
     def models(self):
-        mirrored = "{{ config(materialized='open_mirror', unique_key='id') }}\n"
         return {
-            "events.sql": "{{ config(materialized='table', event_time='updated_at') }}\n"
-            "select * from {{ target.schema }}.src",
-            "customers.sql": f"{mirrored}select * from {{{{ ref('events') }}}}",
+            **SAMPLED_MODELS,
             "staged.sql": "{{ config(materialized='view') }}\nselect * from {{ ref('events') }}",
-            "through_view.sql": f"{mirrored}select * from {{{{ ref('staged') }}}}",
+            "through_view.sql": SAMPLED_MODELS["customers.sql"].replace("ref('events')", "ref('staged')"),
             "whole.sql": MODEL,
         }
 

@@ -54,6 +54,11 @@ class Warehouse:
 SAMPLED_SOURCE = "select * from values {rows} as t(id, name, updated_at)"
 #: One row changed within the last day, one long before: a sample of a day sees only the first.
 SAMPLED_ROWS = "(1, 'a', timestamp'2020-01-01'), (2, 'b', current_timestamp() - interval 1 hour)"
+#: A model with an `event_time` over that source, and an `open_mirror` model reading it.
+SAMPLED_MODELS = {
+    "events.sql": "{{ config(materialized='table', event_time='updated_at') }}\nselect * from {{ target.schema }}.src",
+    "customers.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\nselect * from {{ ref('events') }}",
+}
 
 
 def set_source(warehouse: Warehouse, schema: str, select_sql: str, name: str = "src") -> None:
