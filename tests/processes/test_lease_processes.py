@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
+from dbt.adapters.openmirror.publishing.lease import LeaseManager, lease_folder
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.conftest import ROOT
 from tests.support.leases import TABLE, lease_file
@@ -89,7 +89,7 @@ def test_a_live_holder_in_another_pid_namespace_of_this_host_keeps_its_lease(tmp
     )
     try:
         assert holder.stdout.readline().split() == ["held", str(pid)]
-        written = json.loads(next((tmp_path / LEASE_FOLDER / TABLE).iterdir()).read_text())
+        written = json.loads(next((tmp_path / lease_folder(TABLE)).iterdir()).read_text())
         assert written["pid"] == pid and not os.path.exists(f"/proc/{pid}")
         with pytest.raises(LeaseHeldError, match=f"is being published by run holder-run .*pid {pid}"):
             LeaseManager(LocalStorage(tmp_path)).acquire(TABLE, "run-2", "orders", 60, 0)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import LandingZoneAccessError, LandingZoneServiceError, LeaseHeldError, PublishError
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
+from dbt.adapters.openmirror.publishing.lease import LeaseManager, lease_folder
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.rules.markers import INSERT
 from dbt.adapters.openmirror.storage.location import parse_location
@@ -114,7 +114,7 @@ def test_a_writer_that_lost_its_lease_cannot_roll_the_journal_back(onelake, tmp_
     publisher, pending, stale = journaled_first_load(storage, tmp_path, 2, 3)
     publisher.complete(pending, stale)  # both files in place; then the run stalled
     landing_zone = dfs.root / "ws/item/Files/LandingZone"
-    for lease_file in (landing_zone / LEASE_FOLDER / TABLE).iterdir():  # the storage's time moves on
+    for lease_file in (landing_zone / lease_folder(TABLE)).iterdir():  # the storage's time moves on
         written = lease_file.stat().st_mtime - 61
         os.utime(lease_file, (written, written))
     leases = LeaseManager(storage)

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from dbt.adapters.openmirror.package.publish import read_manifest
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER
+from dbt.adapters.openmirror.publishing.lease import lease_folder
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.conftest import ROOT
 from tests.support.faulty import faulty_command, faulty_env
@@ -98,7 +98,7 @@ def _points(operations, every_point):
 
 
 def _expire_leases(landing_zone):
-    for path in (landing_zone / LEASE_FOLDER / FOLDER).iterdir():
+    for path in (landing_zone / lease_folder(FOLDER)).iterdir():
         written = path.stat().st_mtime - TTL_SECONDS - 1
         os.utime(path, (written, written))
 
@@ -111,7 +111,7 @@ def _stall_and_take_over(landing_zone, pristine, later, point):
     _, status = os.waitpid(stale.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), f"the publish ended before operation {point}"
     try:
-        if (landing_zone / LEASE_FOLDER / FOLDER).exists():
+        if (landing_zone / lease_folder(FOLDER)).exists():
             _expire_leases(landing_zone)
         shutil.copytree(later, landing_zone, dirs_exist_ok=True)  # run-c, staged meanwhile
         taker = _publish_command(landing_zone)

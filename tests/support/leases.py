@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
+from dbt.adapters.openmirror.publishing.lease import LeaseManager, lease_folder
 from dbt.adapters.openmirror.storage import LocalStorage
 
 TABLE = "s.schema/t"
@@ -34,7 +34,7 @@ def clock():
 
 def age(tmp_path, seconds):
     """The storage's time moves on: every lease file was written `seconds` earlier."""
-    for path in (tmp_path / LEASE_FOLDER / TABLE).iterdir():
+    for path in (tmp_path / lease_folder(TABLE)).iterdir():
         written = path.stat().st_mtime - seconds
         os.utime(path, (written, written))
 
@@ -49,7 +49,7 @@ def manager(tmp_path, clock):
 
 
 def generations(tmp_path):
-    return sorted(p.name for p in (tmp_path / LEASE_FOLDER / TABLE).iterdir())
+    return sorted(p.name for p in (tmp_path / lease_folder(TABLE)).iterdir())
 
 
 def lease_file(tmp_path, lease):

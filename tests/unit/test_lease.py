@@ -28,6 +28,24 @@ def test_a_live_lease_refuses_a_second_run_and_names_the_holder(manager, tmp_pat
     assert generations(tmp_path) == ["000000000001.json"]
 
 
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("s.schema/Items", "s.schema/items"),
+        ("S.schema/t", "s.schema/t"),
+        ("dbo.schema/t", "t"),
+        ("t\u00e9", "te\u0301"),
+    ],
+)
+def test_folders_the_mirror_takes_for_one_table_share_one_lease(manager, first, second):
+    """Two models publishing `Items` and `items` at once would each find the other's folder still
+    empty and both publish into one table of the mirror: they take one lease. So do a root folder
+    and `dbo.schema`'s, and two Unicode forms of a name."""
+    manager.acquire(first, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
+    with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
+        manager.acquire(second, "run-2", "customers", ttl_seconds=60, wait_seconds=0)
+
+
 def test_release_marks_the_lease_released_and_lets_the_next_run_in(manager, tmp_path):
     (tmp_path / TABLE).mkdir(parents=True)
     first = manager.acquire(TABLE, "run-1", "orders", 60, 0)

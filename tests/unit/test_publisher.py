@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
-from dbt.adapters.openmirror.publishing.lease import LEASE_FOLDER, LeaseManager
+from dbt.adapters.openmirror.publishing.lease import LeaseManager, lease_folder
 from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT, scratch_path
 from dbt.adapters.openmirror.rules.markers import INSERT
@@ -413,7 +413,7 @@ def test_another_writers_file_under_a_pending_number_is_refused(storage, same_si
 
 def expire_leases(storage, seconds=61):
     """The storage's time moves past the leases' time to live (the holder stalled)."""
-    for path in (storage.root / LEASE_FOLDER / TABLE).iterdir():
+    for path in (storage.root / lease_folder(TABLE)).iterdir():
         written = path.stat().st_mtime - seconds
         os.utime(path, (written, written))
 

@@ -1,12 +1,14 @@
-"""One publisher per table folder: a lease in the landing zone, taken with create-only writes.
+"""One publisher per table: a lease in the landing zone, taken with create-only writes.
 
-A lease is a numbered file `_scratchPad/dbt-openmirror/leases/<table folder>/<generation>.json`;
-the highest generation is the lease. Taking it means creating the next generation create-only,
-which exactly one contender can do, and only when the current one is released or stale. The
-holder renews its own file while it runs (a conditional write: a file someone replaced is not
-brought back) and marks it released when done. Generations only grow: the released file stays
-until the next lease, and a lease is numbered above the generation the table's journal was last
-written under. So a generation fences writers: the journal refuses one older than its own.
+A lease is a numbered file `_scratchPad/dbt-openmirror/leases/<schema>.schema/<table>/<generation>.json`,
+named by the table the mirror makes of the folder (`service_name`): folders spelled alike, and a
+root folder and dbo's, feed one table, so they share one lease. The highest generation is the
+lease. Taking it means creating the next generation create-only, which exactly one contender can
+do, and only when the current one is released or stale. The holder renews its own file while it
+runs (a conditional write: a file someone replaced is not brought back) and marks it released
+when done. Generations only grow: the released file stays until the next lease, and a lease is
+numbered above the generation the table's journal was last written under. So a generation fences
+writers: the journal refuses one older than its own.
 
 Stale means: released; expired by the storage's clock (the lease file's Last-Modified plus its
 time to live against the Last-Modified of a probe written now: hosts' clocks never meet); held by
@@ -30,7 +32,13 @@ from pathlib import Path
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, WriteConflictError
 from dbt.adapters.openmirror.publishing.publisher import recorded_lease_generation
-from dbt.adapters.openmirror.rules.landing_zone import LEASE_FOLDER, RUN_ID_PATTERN, RUN_ID_RULE
+from dbt.adapters.openmirror.rules.landing_zone import (
+    LEASE_FOLDER,
+    RUN_ID_PATTERN,
+    RUN_ID_RULE,
+    SCHEMA_FOLDER_SUFFIX,
+    service_name,
+)
 from dbt.adapters.openmirror.rules.metadata_files import load_json
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 
@@ -156,6 +164,12 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def lease_folder(table_folder: str) -> str:
+    """Where the leases of `table_folder`'s table are: one folder per table of the mirror."""
+    schema, table = service_name(table_folder)
+    return f"{LEASE_FOLDER}/{schema}{SCHEMA_FOLDER_SUFFIX}/{table}"
+
+
 def generation_name(generation: int) -> str:
     return f"{generation:0{_GENERATION_DIGITS}d}.json"
 
@@ -185,7 +199,7 @@ class Lease:
 
     @property
     def path(self) -> str:
-        return f"{LEASE_FOLDER}/{self.table_folder}/{generation_name(self.generation)}"
+        return f"{lease_folder(self.table_folder)}/{generation_name(self.generation)}"
 
     def takeover_notice(self) -> str | None:
         """What a run that took this lease over from a stale holder tells its user (None: the
@@ -212,7 +226,7 @@ class LeaseManager:
         self.identity = identity or ProcessIdentity.of_this_process()
 
     def _folder(self, table_folder: str) -> str:
-        return f"{LEASE_FOLDER}/{table_folder}"
+        return lease_folder(table_folder)
 
     def current(self, table_folder: str) -> Lease | None:
         """The highest generation and its holder (perhaps released), or None when there is none."""
