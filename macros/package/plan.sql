@@ -89,9 +89,14 @@
   {%- for key in key_columns -%}
     {%- for spec in specs if spec.name == key -%}
       {%- set data_type = spec.data_type | trim | lower -%}
-      {%- if data_type.startswith('map<') -%}
+      {%- if 'map<' in data_type -%}
         {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ "; maps cannot be "
             ~ "compared or grouped, so they cannot identify rows. Use other key columns.") -%}
+      {%- elif spec.is_complex and modules.re.search(om.openmirror_constants().nested_float, data_type | replace(' ', '')) -%}
+        {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ ". The mirror matches a "
+            ~ "struct or array key by its JSON text, in which -0.0 and 0.0 differ although Spark takes them for one "
+            ~ "key: a change of sign would leave the old key in the mirror beside the new one. Cast its "
+            ~ "floating-point parts to decimal, or key on other columns.") -%}
       {%- elif modules.re.search(om.openmirror_constants().non_binary_collation, data_type) -%}
         {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ ". The mirror compares "
             ~ "keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') would be one row here and "

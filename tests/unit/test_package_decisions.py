@@ -499,6 +499,12 @@ KEY_CASES = [
     (["score", "id"], [("score", " FLOAT "), ("id", "string")]),
     (["items"], [("items", "array<int>")]),
     (["s"], [("s", "struct<a:int>")]),
+    # The mirror matches a complex key by its JSON text, where -0.0 and 0.0 differ.
+    (["s"], [("s", "struct<x:double,y:int>")]),
+    (["a"], [("a", "ARRAY<FLOAT>")]),
+    (["s"], [("s", "struct<double:int,real:string>")]),  # fields named like the types
+    (["s"], [("s", "struct<m:map<string,int>>")]),
+    (["s"], [("s", "struct<map:int>")]),
     (["code"], [("code", "string collate UTF8_LCASE")]),
     (["id", "code"], [("id", "int"), ("code", "STRING COLLATE UNICODE")]),
     (["names"], [("names", "array<string collate UTF8_LCASE>")]),

@@ -27,7 +27,7 @@ from dbt.adapters.openmirror.package.publish import (
     SUPERSEDED,
 )
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS, HASHES_RUN_ID
-from dbt.adapters.openmirror.planning.keys import HIDDEN
+from dbt.adapters.openmirror.planning.keys import HIDDEN, NESTED_FLOAT
 from dbt.adapters.openmirror.planning.run_plan import (
     FIRST_PUBLISH,
     FULL_REFRESH,
@@ -132,6 +132,7 @@ def constants() -> dict[str, Any]:
         "hidden_values": HIDDEN,
         "text_types": list(TEXT_TYPES),
         "non_binary_collation": NON_BINARY_COLLATION.pattern,
+        "nested_float": NESTED_FLOAT.pattern,
         "loads": {"full": FULL, "incremental": INCREMENTAL},
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,

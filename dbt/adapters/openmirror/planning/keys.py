@@ -1,11 +1,15 @@
 """Unique-key rules: the key columns must exist, and be non-NULL and unique in every output."""
 
+import re
 from collections.abc import Iterable, Sequence
 
 from dbt.adapters.openmirror.errors import KeyColumnsError
 from dbt.adapters.openmirror.planning.schema_plan import NON_BINARY_COLLATION, ColumnSpec
 
 HIDDEN = "(values hidden: show_key_values=false)"
+#: A floating-point type inside a struct, array or map type (not a field named like one: a name is
+#: followed by ':'), matched with the spaces removed.
+NESTED_FLOAT = re.compile(r"[<:,](float|double|real)[,>]")
 
 
 def resolve_key_columns(model: str, unique_key: Sequence[str], columns: Sequence[str]) -> list[str]:
@@ -24,12 +28,20 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
     """Refuse key types that cannot identify rows; warnings for those the mirror may compare
     differently than Spark does."""
     for column in key_columns:
-        if column.data_type.strip().lower().startswith("map<"):
+        data_type = column.data_type.strip().lower()
+        if "map<" in data_type:  # a name is followed by ':', so this is a map type, perhaps nested
             raise KeyColumnsError(
                 f"Model '{model}': unique_key column '{column.name}' is {column.data_type}; maps "
                 "cannot be compared or grouped, so they cannot identify rows. Use other key columns."
             )
-        if NON_BINARY_COLLATION.search(column.data_type.lower()):
+        if column.is_complex and NESTED_FLOAT.search(data_type.replace(" ", "")):
+            raise KeyColumnsError(
+                f"Model '{model}': unique_key column '{column.name}' is {column.data_type}. The mirror "
+                "matches a struct or array key by its JSON text, in which -0.0 and 0.0 differ although "
+                "Spark takes them for one key: a change of sign would leave the old key in the mirror "
+                "beside the new one. Cast its floating-point parts to decimal, or key on other columns."
+            )
+        if NON_BINARY_COLLATION.search(data_type):
             raise KeyColumnsError(
                 f"Model '{model}': unique_key column '{column.name}' is {column.data_type}. The mirror "
                 "compares keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') "
