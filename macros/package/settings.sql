@@ -73,6 +73,16 @@
   {{ return(none) }}
 {%- endmacro -%}
 
+{#- config.location_root_problem in Jinja (the same cases test both). -#}
+{%- macro openmirror_location_root_problem(value) -%}
+  {%- if value is not none -%}
+    {{ return("location_root='" ~ value ~ "' is not supported: dbt-spark places every table a run builds at "
+        ~ "<location_root>/<alias>, so the tables an open_mirror run builds beside {{ this }} would be written "
+        ~ "over it. Leave it unset (the tables are kept in the schema's location)") }}
+  {%- endif -%}
+  {{ return(none) }}
+{%- endmacro -%}
+
 {%- macro openmirror_package_settings() -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {#- config.py's _relation_name: Spark's catalog lower-cases the names dbt's cache keeps as given. -#}
@@ -98,8 +108,9 @@
     {%- endif -%}
   {%- endfor -%}
 
-  {%- set file_format_problem = om.openmirror_file_format_problem(config.get('file_format')) -%}
-  {%- if file_format_problem -%}{%- do om.openmirror_fail(file_format_problem) -%}{%- endif -%}
+  {%- set table_problem = om.openmirror_file_format_problem(config.get('file_format'))
+      or om.openmirror_location_root_problem(config.get('location_root')) -%}
+  {%- if table_problem -%}{%- do om.openmirror_fail(table_problem) -%}{%- endif -%}
   {%- set unique_key = config.get('unique_key') -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
   {%- if not keys or keys is string or keys is mapping or keys is not iterable -%}

@@ -35,6 +35,9 @@ BAD_MODELS = {
     "misspelt_config.sql": _model("unique_key='id', deleteflag='name'"),
     "percent_table.sql": _model("unique_key='id', mirror_table='%2E%2E'"),
     "json_snapshot.sql": _model("unique_key='id', file_format='json'"),
+    "located.sql": _model("unique_key='id', location_root='/tmp/openmirror-located'"),
+    "float_struct_key.sql": "{{ config(materialized='open_mirror', unique_key='k') }}\n"
+    "select named_struct('id', id, 'x', cast(id as double)) as k, name from {{ target.schema }}.src",
     "accented_alias.sql": _model("unique_key='id', alias='café'"),
     "clashing.sql": _model("unique_key='id'"),
     "fails_once.sql": _model("unique_key='id'").replace(
@@ -84,6 +87,8 @@ class TestBadInput:
             ("misspelt_config", ["'misspelt_config'", "'deleteflag'", "did you mean 'delete_flag'"]),
             ("percent_table", ["'percent_table'", "'%2E%2E'", "percent-decodes"]),
             ("json_snapshot", ["'json_snapshot'", "file_format='json'", "milliseconds", "parquet or delta"]),
+            ("located", ["'located'", "location_root='/tmp/openmirror-located'", "Leave it unset"]),
+            ("float_struct_key", ["'float_struct_key'", "'k'", "struct<id:int,x:double>", "-0.0 and 0.0", "decimal"]),
             ("accented_alias", ["'accented_alias'", ".café only quoted", "letters a-z"]),
             ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),
         ],

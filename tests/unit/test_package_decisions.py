@@ -56,6 +56,7 @@ from dbt.adapters.openmirror.run.config import (
     VARS,
     closest_name,
     file_format_problem,
+    location_root_problem,
     mirror_config,
     near_miss,
     var_flag,
@@ -1204,6 +1205,14 @@ def test_file_format_rules_agree(package, file_format):
     python = file_format_problem(file_format)
     assert package.openmirror_file_format_problem(file_format) == python
     assert (python is not None) == (str(file_format).strip().lower() in ("json", "csv", "text"))
+
+
+@pytest.mark.parametrize("location_root", [None, "", "/mnt/tables", "abfss://c@a.dfs.core.windows.net/t"])
+def test_location_root_rules_agree(package, location_root):
+    """dbt-spark places every table the run builds at `<location_root>/<alias>`, where `{{ this }}` is."""
+    python = location_root_problem(location_root)
+    assert package.openmirror_location_root_problem(location_root) == python
+    assert (python is not None) == (location_root is not None)
 
 
 @pytest.mark.parametrize(

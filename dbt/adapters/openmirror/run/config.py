@@ -195,6 +195,19 @@ def file_format_problem(value: Any) -> str | None:
     return None
 
 
+def location_root_problem(value: Any) -> str | None:
+    """Why the model cannot set dbt-spark's `location_root`, or None: every table its run builds
+    beside `{{ this }}` would be placed at `<location_root>/<alias>`, where `{{ this }}` is, so
+    the second run fails (or, allowed to, overwrites the snapshot's files before it publishes)."""
+    if value is None:
+        return None
+    return (
+        f"location_root={value!r} is not supported: dbt-spark places every table a run builds at "
+        "<location_root>/<alias>, so the tables an open_mirror run builds beside {{ this }} would be written "
+        "over it. Leave it unset (the tables are kept in the schema's location)"
+    )
+
+
 def _folder_name(model: str, setting: str, value: Any, default_from: str | None = None) -> str:
     """`value` of `setting`, or, with `default_from`, the model's schema or alias it defaults to."""
     problem = folder_name_problem(value)
@@ -263,7 +276,7 @@ def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigS
         "" if config.get("mirror_schema") == "" else _folder_setting(model, config, "mirror_schema", schema, "schema")
     )
     unique_key = _unique_key(model, config.get("unique_key"))
-    problem = file_format_problem(config.get("file_format"))
+    problem = file_format_problem(config.get("file_format")) or location_root_problem(config.get("location_root"))
     if problem:
         raise MirrorConfigError(f"Model '{model}': {problem}")
     return MirrorConfig(
