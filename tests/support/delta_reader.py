@@ -12,6 +12,12 @@ import pyarrow.parquet as pq
 
 
 def read_delta(table_path: Path) -> list[dict[str, Any]]:
+    return read_delta_table(table_path).to_pylist()
+
+
+def read_delta_table(table_path: Path) -> pa.Table:
+    """The live rows as one Arrow table, by logical column names (values Python's types cannot
+    hold, such as timestamps after year 9999, stay readable)."""
     log = sorted((table_path / "_delta_log").glob("*.json"))
     assert log, f"{table_path} is not a Delta table"
     assert not list((table_path / "_delta_log").glob("*.checkpoint.parquet")), "checkpoints not read"
@@ -29,8 +35,15 @@ def read_delta(table_path: Path) -> list[dict[str, Any]]:
             if "remove" in action:
                 live.pop(unquote(action["remove"]["path"]), None)
     tables = [_without_views(pq.read_table(table_path / path)) for path in live]
-    rows = pa.concat_tables(tables, promote_options="default").to_pylist() if tables else []
-    return [{name: row.get(physical) for name, physical in columns.items()} for row in rows]
+    if not tables:
+        return pa.table({name: pa.array([], pa.null()) for name in columns})
+    table = pa.concat_tables(tables, promote_options="default")
+    return pa.table(
+        {
+            name: table.column(physical) if physical in table.column_names else pa.nulls(table.num_rows)
+            for name, physical in columns.items()
+        }
+    )
 
 
 def schema(table_path: Path) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 independent Delta reader."""
 
 import json
+import math
 import os
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
-from tests.support.delta_reader import protocol, read_delta
+from tests.support.delta_reader import protocol, read_delta, read_delta_table
 from tests.support.faults import FaultInjectingStorage, FaultInjector
 
 
@@ -48,6 +49,43 @@ def test_reference_semantics_follow_the_spec_table():
         {"id": 2, "v": "b2"},
         {"id": 3, "v": "c"},
     ]
+
+
+def test_row_by_row_replay_matches_nan_keys_as_the_merge_does(lz, mirror):
+    """A file that names a key twice is replayed row by row; NaN is one key there as in the MERGE
+    of other files (delta-rs matches NaN to NaN), not a new key each time."""
+    for folder, updates in (("repeated", [(math.nan, 2), (math.nan, 3)]), ("merged", [(math.nan, 3)])):
+        declare(lz / folder, ["k"])
+        write(lz / folder, 1, [{"k": math.nan, "v": 1}, {"k": 1.0, "v": 1}])
+        write(lz / folder, 2, [{"k": k, "v": v} for k, v in updates], [1] * len(updates))
+    mirror.replay()
+    for folder in ("repeated", "merged"):
+        rows = read_delta(mirror.target / "dbo" / folder)
+        assert sorted(("NaN" if math.isnan(r["k"]) else str(r["k"]), r["v"]) for r in rows) == [("1.0", 1), ("NaN", 3)]
+
+
+def test_row_by_row_replay_keeps_timestamps_python_cannot_hold(lz, mirror):
+    """Parquet and Delta hold microsecond timestamps in UTC before year 1 and after 9999 (a
+    session's local 0001-01-01 can be year 0 in UTC), and dates likewise; Python's types cannot.
+    A file that names a key twice is replayed row by row, without them."""
+    schema = pa.schema([("id", pa.int32()), ("at", pa.timestamp("us", tz="UTC")), ("on", pa.date32())])
+    counts = pa.schema([("id", pa.int32()), ("at", pa.int64()), ("on", pa.int32())])
+    year_0, year_10000 = -62_135_683_200_000_000, 253_402_300_800_000_000  # 0000-12-31, 10000-01-01
+    declare(lz / "t", ["id"])
+    (lz / "t").mkdir(exist_ok=True)
+    first = pa.table({"id": [1, 2], "at": [year_0, year_10000], "on": [-719_163, 2_932_897]}, schema=counts)
+    pq.write_table(first.cast(schema), lz / "t" / f"{1:020d}.parquet")
+    second = pa.table({"id": [1, 1], "at": [0, year_10000], "on": [0, -719_163]}, schema=counts).cast(schema)
+    pq.write_table(second.append_column("__rowMarker__", pa.array([1, 1], pa.int32())), lz / "t" / f"{2:020d}.parquet")
+    declare(lz / "first", ["id"])  # a first file that names a key twice is replayed row by row too
+    pq.write_table(
+        second.append_column("__rowMarker__", pa.array([0, 1], pa.int32())), lz / "first" / f"{1:020d}.parquet"
+    )
+    statuses = mirror.replay()
+    assert [(s.status, s.lastAppliedFile) for s in statuses] == [("Replicating", 1), ("Replicating", 2)]
+    replayed = read_delta_table(mirror.target / "dbo" / "t").cast(counts).sort_by("id").to_pylist()
+    assert replayed == [{"id": 1, "at": year_10000, "on": -719_163}, {"id": 2, "at": year_10000, "on": 2_932_897}]
+    assert read_delta_table(mirror.target / "dbo" / "first").cast(counts).to_pylist() == replayed[:1]
 
 
 def test_merge_is_used_only_when_exact():

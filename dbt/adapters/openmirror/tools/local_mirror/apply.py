@@ -7,6 +7,7 @@ Both are one Delta commit per file, so a file is applied entirely or not at all,
 same rows (`replay_rows` is the reference).
 """
 
+import math
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -46,11 +47,11 @@ def replay_rows(current: list[dict], changes: pa.Table, keys: Sequence[str]) -> 
     rows = list(current)
     positions: dict[tuple, list[int]] = {}
     for i, row in enumerate(rows):
-        positions.setdefault(tuple(row[k] for k in keys), []).append(i)
+        positions.setdefault(_key(row, keys), []).append(i)
     removed: set = set()
     for change in changes.to_pylist():
         marker = change.pop(ROW_MARKER)
-        key = tuple(change[k] for k in keys)
+        key = _key(change, keys)
         if marker in (UPDATE, UPSERT, DELETE):
             removed.update(positions.get(key, []))
             positions[key] = []
@@ -58,6 +59,33 @@ def replay_rows(current: list[dict], changes: pa.Table, keys: Sequence[str]) -> 
             rows.append(change)
             positions.setdefault(key, []).append(len(rows) - 1)
     return [row for i, row in enumerate(rows) if i not in removed]
+
+
+#: NaN as a key part: one key, as the MERGE matches it (Python's NaN equals no NaN but itself).
+_NAN = object()
+
+
+def _key(row: dict, keys: Sequence[str]) -> tuple:
+    return tuple(_NAN if isinstance(row[k], float) and math.isnan(row[k]) else row[k] for k in keys)
+
+
+def replay_table(current: pa.Table, changes: pa.Table, keys: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """`replay_rows` over Arrow tables, giving `schema`. Dates and timestamps travel as their
+    counts since the epoch: Python's types do not hold every value a file may (years 0 and
+    10000 in UTC)."""
+    as_counts = pa.schema([field.with_type(_count_type(field.type)) for field in schema])
+    replayed = replay_rows(_as_counts(current).to_pylist(), _as_counts(changes), keys)
+    return pa.Table.from_pylist(replayed, schema=as_counts).cast(schema)
+
+
+def _count_type(data_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(data_type) or pa.types.is_date64(data_type):
+        return pa.int64()
+    return pa.int32() if pa.types.is_date32(data_type) else data_type
+
+
+def _as_counts(table: pa.Table) -> pa.Table:
+    return table.cast(pa.schema([field.with_type(_count_type(field.type)) for field in table.schema]))
 
 
 def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing: pa.Table | None) -> bool:

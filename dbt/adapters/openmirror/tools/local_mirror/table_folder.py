@@ -30,7 +30,7 @@ from dbt.adapters.openmirror.rules.landing_zone import METADATA_FILE, PROCESSED_
 from dbt.adapters.openmirror.rules.markers import DELETE, INSERT, ROW_MARKER, UPSERT
 from dbt.adapters.openmirror.rules.metadata_files import LAST_UPDATE_TIME, TableMetadata, parse_table_metadata
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
-from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_rows, with_markers, without_deletes
+from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, replay_table, with_markers, without_deletes
 from dbt.adapters.openmirror.tools.local_mirror.delta_table import AppliedFile, MirroredTable
 
 PROCESSED = PROCESSED_FOLDERS[0]
@@ -308,7 +308,7 @@ def check_contract(metadata: TableMetadata, last: AppliedFile) -> None:
 def _first_load(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
     """The rows a new table starts with (no marker)."""
     if keys and not merge_is_exact(rows, keys, None):
-        rows = pa.Table.from_pylist(replay_rows([], rows, keys), schema=rows.schema)
+        rows = replay_table(rows.schema.empty_table(), rows, keys, rows.schema)
     elif keys:
         rows = without_deletes(rows)
     return rows.drop_columns([ROW_MARKER])
@@ -331,8 +331,7 @@ def _write_changes(
     elif all("`" not in n for n in columns.names) and merge_is_exact(rows, keys, mirrored.read(keys)):
         mirrored.merge(rows, keys, applied)  # (delta-rs's MERGE cannot quote a name with a backquote)
     else:
-        replayed = replay_rows(mirrored.read().to_pylist(), rows, keys)
-        mirrored.overwrite(pa.Table.from_pylist(replayed, schema=columns.arrow_schema()), applied)
+        mirrored.overwrite(replay_table(mirrored.read(), rows, keys, columns.arrow_schema()), applied)
 
 
 def _is_data_file(name: str, extension: str) -> bool:
