@@ -2,8 +2,9 @@
   Package mode (a stock Spark or Databricks connection, no dbt-openmirror plugin): the model's
   settings, checked in Jinja because nothing else runs on the dbt side. The plugin checks the same
   settings in Python (config.py); `dbt-openmirror publish` checks the table folder names again
-  before it writes anything. Both modes' materializations call openmirror_check_vars and
-  openmirror_check_internal_names (only Jinja has the vars and the graph at hand).
+  before it writes anything. Both modes' materializations call openmirror_check_vars,
+  openmirror_warn_full_refresh_overridden and openmirror_check_internal_names (only Jinja has the
+  vars, the flags and the graph at hand).
 -#}
 
 {%- macro openmirror_fail(message) -%}
@@ -249,6 +250,15 @@
   {%- set closest, distance = om.openmirror_closest_name(name, candidates) -%}
   {%- set allowed = 2 if om.openmirror_spelling(closest) | length >= om.openmirror_constants().names.long_name else 1 -%}
   {{ return(closest if distance <= allowed else none) }}
+{%- endmacro -%}
+
+{#- `full_refresh: false` in a model's config overrides `--full-refresh` (dbt's rule), which the
+    refusals of a changed key or type advise: said, so that the advice is not followed in vain. -#}
+{%- macro openmirror_warn_full_refresh_overridden() -%}
+  {%- if flags.FULL_REFRESH and config.get('full_refresh') == false -%}
+    {%- do exceptions.warn("Model '" ~ model.name ~ "': full_refresh: false in its config overrides --full-refresh, "
+        ~ "so this run is not a full refresh; remove it (or set it true) for one run to rebuild the mirrored table.") -%}
+  {%- endif -%}
 {%- endmacro -%}
 
 {#- A var named like ours but none of them (`openmirror_dryrun`, `OPENMIRROR_DRY_RUN`) would be

@@ -1107,6 +1107,16 @@ def test_a_retry_decides_nothing_from_the_selection(command, expected):
     assert macros.openmirror_selection() == expected
 
 
+@pytest.mark.parametrize(
+    "flag, configured, warned", [(True, False, True), (True, None, False), (False, False, False), (True, True, False)]
+)
+def test_full_refresh_false_overriding_the_flag_is_said(flag, configured, warned):
+    macros = PackageMacros(config={"full_refresh": configured}, flags=SimpleNamespace(FULL_REFRESH=flag))
+    macros.openmirror_warn_full_refresh_overridden()
+    assert bool(macros.warnings) == warned
+    assert all("full_refresh: false in its config overrides --full-refresh" in w for w in macros.warnings)
+
+
 SAMPLE_GRAPH = {
     "nodes": {
         "model.shop.events": {"name": "events", "config": {"event_time": "updated_at"}},
