@@ -99,7 +99,7 @@
             ~ "floating-point parts to decimal, or key on other columns.") -%}
       {%- elif modules.re.search(om.openmirror_constants().non_binary_collation, data_type) -%}
         {%- do om.openmirror_fail("unique_key column '" ~ key ~ "' is " ~ spec.data_type ~ ". The mirror compares "
-            ~ "keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') would be one row here and "
+            ~ "keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a', or 'a' and 'a ') would be one row here and "
             ~ "two in the mirror, and updates and deletes would miss. Key on collate(" ~ key ~ ", 'UTF8_BINARY'), or "
             ~ "normalise the key (e.g. upper(...)) if such keys mean the same thing.") -%}
       {%- elif spec.is_floating -%}

@@ -44,7 +44,7 @@ def check_key_types(model: str, key_columns: Sequence[ColumnSpec]) -> list[str]:
         if NON_BINARY_COLLATION.search(data_type):
             raise KeyColumnsError(
                 f"Model '{model}': unique_key column '{column.name}' is {column.data_type}. The mirror "
-                "compares keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a') "
+                "compares keys byte for byte, so keys equal under this collation (e.g. 'A' and 'a', or 'a' and 'a ') "
                 "would be one row here and two in the mirror, and updates and deletes would miss. Key "
                 f"on collate({column.name}, 'UTF8_BINARY'), or normalise the key (e.g. upper(...)) if "
                 "such keys mean the same thing."
