@@ -16,7 +16,7 @@
   {#- 0. The run takes its table's lease and finishes what an interrupted run left. Before it:
       vars named like ours, and other models named like this one's own tables (macros/package/settings.sql). -#}
   {%- do openmirror_check_vars() -%}
-  {%- do openmirror_warn_full_refresh_overridden() -%}
+  {%- do openmirror_log_full_refresh_overridden() -%}
   {%- do openmirror_check_internal_names(graph.nodes) -%}
   {#- The configs are read and checked in Python (run/config.py), from dbt's `config` itself. -#}
   {%- set run = adapter.openmirror_start(

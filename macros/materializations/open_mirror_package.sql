@@ -14,7 +14,7 @@
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 
   {%- do om.openmirror_check_vars() -%}
-  {%- do om.openmirror_warn_full_refresh_overridden() -%}
+  {%- do om.openmirror_log_full_refresh_overridden() -%}
   {%- do om.openmirror_check_internal_names(graph.nodes) -%}
   {%- set settings = om.openmirror_package_settings() -%}
   {%- set constants = om.openmirror_constants() -%}

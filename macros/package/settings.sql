@@ -3,7 +3,7 @@
   settings, checked in Jinja because nothing else runs on the dbt side. The plugin checks the same
   settings in Python (config.py); `dbt-openmirror publish` checks the table folder names again
   before it writes anything. Both modes' materializations call openmirror_check_vars,
-  openmirror_warn_full_refresh_overridden and openmirror_check_internal_names (only Jinja has the
+  openmirror_log_full_refresh_overridden and openmirror_check_internal_names (only Jinja has the
   vars, the flags and the graph at hand).
 -#}
 
@@ -253,11 +253,13 @@
 {%- endmacro -%}
 
 {#- `full_refresh: false` in a model's config overrides `--full-refresh` (dbt's rule), which the
-    refusals of a changed key or type advise: said, so that the advice is not followed in vain. -#}
-{%- macro openmirror_warn_full_refresh_overridden() -%}
+    refusals of a changed key or type advise: said, so that the advice is not followed in vain
+    (in the log, not as a warning: `--warn-error` would fail the runs it protects). -#}
+{%- macro openmirror_log_full_refresh_overridden() -%}
   {%- if flags.FULL_REFRESH and config.get('full_refresh') == false -%}
-    {%- do exceptions.warn("Model '" ~ model.name ~ "': full_refresh: false in its config overrides --full-refresh, "
-        ~ "so this run is not a full refresh; remove it (or set it true) for one run to rebuild the mirrored table.") -%}
+    {{ log("Model '" ~ model.name ~ "': full_refresh: false in its config overrides --full-refresh, "
+        ~ "so this run is not a full refresh; remove it (or set it true) for one run to rebuild the mirrored table.",
+        info=True) }}
   {%- endif -%}
 {%- endmacro -%}
 

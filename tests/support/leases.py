@@ -32,9 +32,9 @@ def clock():
     return Clock()
 
 
-def age(tmp_path, seconds):
+def age(tmp_path, seconds, table_folder=TABLE):
     """The storage's time moves on: every lease file was written `seconds` earlier."""
-    for path in (tmp_path / lease_folder(TABLE)).iterdir():
+    for path in (tmp_path / lease_folder(table_folder)).iterdir():
         written = path.stat().st_mtime - seconds
         os.utime(path, (written, written))
 

@@ -1,5 +1,6 @@
 """The per-table lease on a real local landing zone (tests/support/leases.py says how time passes)."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -9,8 +10,11 @@ import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError
 from dbt.adapters.openmirror.publishing.lease import (
+    LEASE_FOLDER,
+    LeaseHolder,
     LeaseManager,
     ProcessIdentity,
+    lease_folder,
 )
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.support.leases import TABLE, age, generations, lease_file
@@ -42,8 +46,43 @@ def test_folders_the_mirror_takes_for_one_table_share_one_lease(manager, first, 
     empty and both publish into one table of the mirror: they take one lease. So do a root folder
     and `dbo.schema`'s, and two Unicode forms of a name."""
     manager.acquire(first, "run-1", "orders", ttl_seconds=60, wait_seconds=0)
-    with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
+    with pytest.raises(LeaseHeldError) as held:
         manager.acquire(second, "run-2", "customers", ttl_seconds=60, wait_seconds=0)
+    assert f"table {second} is being published by run run-1" in str(held.value)
+    assert f"publishing {first}, which the mirror takes for the same table" in str(held.value)
+
+
+def test_a_stale_holder_of_another_spelling_keeps_its_staged_files(manager, tmp_path, clock):
+    """Its own folder's next run finishes its publish from them; a run of this folder taking the
+    lease over discards only what a holder of this folder (or of an earlier version) left."""
+    manager.acquire("s.schema/Items", "run-1", "orders", ttl_seconds=60, wait_seconds=0)
+    age(tmp_path, 120, "s.schema/Items")
+    other = manager.acquire("s.schema/items", "run-2", "customers", ttl_seconds=60, wait_seconds=0)
+    assert other.taken_from.run_id == "run-1" and other.stale_staging() is None
+    assert "publishing s.schema/Items, which the mirror takes for the same table" in other.takeover_notice()
+    age(tmp_path, 120, "s.schema/items")
+    same = manager.acquire("s.schema/items", "run-3", "customers", ttl_seconds=60, wait_seconds=0)
+    assert same.stale_staging() == "run-2"
+
+
+@pytest.mark.parametrize("folder", ["Sales.schema/Orders", "orders"])
+def test_a_live_lease_of_an_earlier_version_is_honoured(manager, tmp_path, folder):
+    """Earlier versions kept a lease at the table folder's own path; one still live is waited for."""
+    holder = LeaseHolder("run-1", "orders", ProcessIdentity("elsewhere", 1, "t"), time.time(), 300)
+    written = tmp_path / LEASE_FOLDER / folder / "000000000001.json"
+    written.parent.mkdir(parents=True)
+    earlier = {key: value for key, value in json.loads(holder.to_json()).items() if key != "tableFolder"}
+    written.write_text(json.dumps(earlier))
+    with pytest.raises(LeaseHeldError, match="is being published by run run-1"):
+        manager.acquire(folder, "run-2", "orders", ttl_seconds=60, wait_seconds=0)
+    written.write_text(dataclasses.replace(holder, released=True).to_json())
+    assert manager.acquire(folder, "run-2", "orders", ttl_seconds=60, wait_seconds=0).taken_from is None
+
+
+def test_a_name_case_folding_lengthens_still_makes_a_lease_folder(manager, tmp_path):
+    folder = "s.schema/" + "\u0390" * 120  # 240 bytes; 720 once case-folded
+    assert all(len(part.encode()) <= 255 for part in lease_folder(folder).split("/"))
+    assert manager.acquire(folder, "run-1", "orders", ttl_seconds=60, wait_seconds=0).generation == 1
 
 
 def test_release_marks_the_lease_released_and_lets_the_next_run_in(manager, tmp_path):

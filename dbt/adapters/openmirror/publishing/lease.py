@@ -18,6 +18,7 @@ The holder judges its own lease by its monotonic clock from when it sent its las
 margin, so it gives up before any contender can find it expired.
 """
 
+import hashlib
 import json
 import os
 import socket
@@ -99,6 +100,9 @@ class LeaseHolder:
     acquired_at: float
     ttl_seconds: float
     released: bool = False
+    #: The table folder it publishes (folders the mirror takes for one table share a lease);
+    #: None in lease files of earlier versions.
+    table_folder: str | None = None
 
     def to_json(self) -> str:
         process = self.process
@@ -115,6 +119,7 @@ class LeaseHolder:
                     "acquiredAt": self.acquired_at,
                     "ttlSeconds": self.ttl_seconds,
                     "released": self.released,
+                    "tableFolder": self.table_folder,
                 },
                 indent=2,
             )
@@ -138,7 +143,16 @@ class LeaseHolder:
         # The run taking a lease over discards the holder's staged folder, which the id names.
         if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
             raise ValueError(f"runId {run_id!r} is not a run id ({RUN_ID_RULE})")
-        return cls(run_id, str(data["model"]), process, acquired_at, float(ttl), bool(data.get("released", False)))
+        folder = data.get("tableFolder")
+        return cls(
+            run_id,
+            str(data["model"]),
+            process,
+            acquired_at,
+            float(ttl),
+            bool(data.get("released", False)),
+            folder if isinstance(folder, str) else None,
+        )
 
     def describe(self, expires_at: float | None = None) -> str:
         until = f", lease until {_timestamp(expires_at)}" if expires_at is not None else ""
@@ -167,7 +181,16 @@ def _process_alive(pid: int) -> bool:
 def lease_folder(table_folder: str) -> str:
     """Where the leases of `table_folder`'s table are: one folder per table of the mirror."""
     schema, table = service_name(table_folder)
-    return f"{LEASE_FOLDER}/{schema}{SCHEMA_FOLDER_SUFFIX}/{table}"
+    schema_folder = _bounded(schema, _MAX_NAME_BYTES - len(SCHEMA_FOLDER_SUFFIX)) + SCHEMA_FOLDER_SUFFIX
+    return f"{LEASE_FOLDER}/{schema_folder}/{_bounded(table)}"
+
+
+_MAX_NAME_BYTES = 255
+
+
+def _bounded(name: str, limit: int = _MAX_NAME_BYTES) -> str:
+    """`name`, or its digest where case folding made it longer than a folder name may be."""
+    return name if len(name.encode()) <= limit else hashlib.sha256(name.encode()).hexdigest()
 
 
 def generation_name(generation: int) -> str:
@@ -196,19 +219,37 @@ class Lease:
     #: that), and until when, by its monotonic clock, no contender can find the lease expired.
     version: str | None = None
     valid_until: float = float("-inf")
+    #: Where its file is: `lease_folder(table_folder)`, or an earlier version's folder.
+    folder: str = ""
 
     @property
     def path(self) -> str:
-        return f"{lease_folder(self.table_folder)}/{generation_name(self.generation)}"
+        return f"{self.folder or lease_folder(self.table_folder)}/{generation_name(self.generation)}"
 
     def takeover_notice(self) -> str | None:
         """What a run that took this lease over from a stale holder tells its user (None: the
         lease was free)."""
         if self.taken_from is None:
             return None
-        return (
-            f"took over the lease on {self.table_folder} from {self.taken_from.describe()}, {self.taken_over_because}"
-        )
+        holder = _holder_of(self.taken_from, self.table_folder)
+        return f"took over the lease on {self.table_folder} from {holder}, {self.taken_over_because}"
+
+    def stale_staging(self) -> str | None:
+        """The run whose staged files the stale holder this lease was taken from left for this
+        table folder, to discard; None when there is none, or when it published another folder
+        of the same table (whose own next run recovers them)."""
+        stale = self.taken_from
+        if stale is None or stale.table_folder not in (None, self.table_folder):
+            return None
+        return stale.run_id
+
+
+def _holder_of(holder: LeaseHolder, table_folder: str, expires_at: float | None = None) -> str:
+    """The holder, with the folder it publishes when that is another spelling of `table_folder`'s table."""
+    described = holder.describe(expires_at)
+    if holder.table_folder in (None, table_folder):
+        return described
+    return f"{described}, publishing {holder.table_folder}, which the mirror takes for the same table"
 
 
 class LeaseManager:
@@ -228,15 +269,16 @@ class LeaseManager:
     def _folder(self, table_folder: str) -> str:
         return lease_folder(table_folder)
 
-    def current(self, table_folder: str) -> Lease | None:
-        """The highest generation and its holder (perhaps released), or None when there is none."""
-        folder = self._folder(table_folder)
+    def current(self, table_folder: str, folder: str | None = None) -> Lease | None:
+        """The highest generation and its holder (perhaps released), or None when there is none;
+        in `folder` rather than the table's lease folder when given."""
+        folder = folder or self._folder(table_folder)
         for generation in reversed(_generations(self.storage.list_names(folder))):
             text = self.storage.read_text(f"{folder}/{generation_name(generation)}")
             if text is None:
                 continue  # cleaned up between listing and reading
             try:
-                return Lease(table_folder, generation, LeaseHolder.from_json(text))
+                return Lease(table_folder, generation, LeaseHolder.from_json(text), folder=folder)
             except (ValueError, KeyError, TypeError) as exc:
                 raise PublishError(
                     f"lease file {self.storage.location}/{folder}/{generation_name(generation)} "
@@ -250,7 +292,16 @@ class LeaseManager:
             expires_at: float | None = self.storage.last_modified(lease.path) + lease.holder.ttl_seconds
         except FileNotFoundError:
             expires_at = None
-        return lease.holder.describe(expires_at)
+        return _holder_of(lease.holder, lease.table_folder, expires_at)
+
+    def _earlier_versions_lease(self, table_folder: str) -> Lease | None:
+        """A live lease an earlier version took at the table folder's own path (before leases
+        were kept per table of the mirror), which this version honours until it ends."""
+        folder = f"{LEASE_FOLDER}/{table_folder}"
+        if folder == self._folder(table_folder):
+            return None
+        lease = self.current(table_folder, folder)
+        return lease if lease is not None and self._why_stale(lease) is None else None
 
     def _why_stale(self, lease: Lease) -> str | None:
         """Why another run may take over this lease, as what established it (the end of a
@@ -308,7 +359,10 @@ class LeaseManager:
         while True:
             current = self.current(table_folder)
             why_stale = None if current is None else self._why_stale(current)
-            if current is None or why_stale is not None:
+            earlier = self._earlier_versions_lease(table_folder) if current is None or why_stale else None
+            if earlier is not None:
+                current = earlier  # waited for as for any live holder
+            elif current is None or why_stale is not None:
                 lease = self._take(table_folder, run_id, model, ttl_seconds, current, why_stale, floor)
                 if lease is not None:
                     return lease
@@ -335,7 +389,7 @@ class LeaseManager:
         """Create the next generation create-only; None when another run created it first."""
         generation = max(current.generation if current else 0, floor) + 1
         stale = current.holder if current is not None and not current.holder.released else None
-        holder = LeaseHolder(run_id, model, self.identity, time.time(), ttl_seconds)
+        holder = LeaseHolder(run_id, model, self.identity, time.time(), ttl_seconds, table_folder=table_folder)
         lease = Lease(table_folder, generation, holder, stale, why_stale if stale is not None else None)
         sent = self.clock()
         try:

@@ -488,8 +488,9 @@ class MirrorRun:
         if self.held.settle(mirror, relations.target, found, self._warn):
             self._found_record = _UNREAD  # the held change's snapshot was kept or put back: read again
         drop_stale_layers(self.context.catalog, self.relations)
-        if lease.taken_from is not None:
-            self.context.publisher.discard(scratch_path(lease.taken_from.run_id))
+        stale_staging = lease.stale_staging()
+        if stale_staging is not None:
+            self.context.publisher.discard(scratch_path(stale_staging))
 
     def _run_id_of(self, relation: Any) -> str | None:
         record = recorded_snapshot(self.context.statements, self.context.catalog.find(relation))
