@@ -245,7 +245,7 @@
     {{ adapter.drop_relation(new_relation) }}
   {%- endif -%}
   {%- do store_raw_result(name='main', message=partial_output ~ ': columns and unique_key checked, nothing staged for '
-      ~ settings.table_folder, code='EMPTY', rows_affected=0) -%}
+      ~ settings.table_folder, code='EMPTY' if partial_output == '--empty' else 'SAMPLE', rows_affected=0) -%}
   {%- do om.openmirror_finish(target_relation, existing_relation) -%}
   {{ return({'relations': [target_relation]}) }}
 {%- endmacro -%}

@@ -332,6 +332,7 @@ class TestPackageSampledRuns(InPackageMode):
             f"--sample filters events, upstream of this model: columns and unique_key checked, "
             f"nothing staged for {schema}.schema/customers"
         )
+        assert result.adapter_response["code"] == "SAMPLE"
         assert publish(landing_zone) == [] and tree_digest(landing_zone) == before
         assert warehouse.rows(f"select * from {schema}.customers") == snapshot
         run_dbt(["run"])

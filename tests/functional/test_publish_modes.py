@@ -101,6 +101,7 @@ class TestSampledRuns:
                 f"--sample filters events, upstream of this model: columns and unique_key checked, "
                 f"nothing published to {schema}.schema/{name}"
             )
+            assert results[name].adapter_response["mode"] == "sample"
             assert tree_digest(table_folder(landing_zone, schema, name)) == before[name]
             assert model_output(warehouse, f"select * from {schema}.{name}") == snapshots[name]
         # A model reading no sampled input publishes its change.

@@ -856,7 +856,7 @@ class MirrorRun:
             f"nothing published to {mirror.table_folder}",
             code="OPEN_MIRROR",
             table_folder=mirror.table_folder,
-            mode="empty",
+            mode="empty" if self.partial_output == "--empty" else "sample",
         )
 
     def _report_dry_run(self, plan: RunPlan, state: TableFolderState, change: ChangeRows) -> OpenMirrorResponse:
