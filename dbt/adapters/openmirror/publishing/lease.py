@@ -359,14 +359,14 @@ class LeaseManager:
         while True:
             current = self.current(table_folder)
             why_stale = None if current is None else self._why_stale(current)
-            earlier = self._earlier_versions_lease(table_folder) if current is None or why_stale else None
-            if earlier is not None:
+            if current is None or why_stale is not None:
+                earlier = self._earlier_versions_lease(table_folder)
+                if earlier is None:
+                    lease = self._take(table_folder, run_id, model, ttl_seconds, current, why_stale, floor)
+                    if lease is not None:
+                        return lease
+                    continue  # another run took it first: look again
                 current = earlier  # waited for as for any live holder
-            elif current is None or why_stale is not None:
-                lease = self._take(table_folder, run_id, model, ttl_seconds, current, why_stale, floor)
-                if lease is not None:
-                    return lease
-                continue  # another run took it first: look again
             now = self.clock()
             if now >= deadline:
                 raise LeaseHeldError(

@@ -73,9 +73,12 @@ def replay_table(current: pa.Table, changes: pa.Table, keys: Sequence[str], sche
     """`replay_rows` over Arrow tables, giving `schema`. Dates and timestamps travel as their
     counts since the epoch: Python's types do not hold every value a file may (years 0 and
     10000 in UTC)."""
-    as_counts = pa.schema([field.with_type(_count_type(field.type)) for field in schema])
     replayed = replay_rows(_as_counts(current).to_pylist(), _as_counts(changes), keys)
-    return pa.Table.from_pylist(replayed, schema=as_counts).cast(schema)
+    return pa.Table.from_pylist(replayed, schema=_counts_schema(schema)).cast(schema)
+
+
+def _counts_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([field.with_type(_count_type(field.type)) for field in schema])
 
 
 def _count_type(data_type: pa.DataType) -> pa.DataType:
@@ -85,7 +88,7 @@ def _count_type(data_type: pa.DataType) -> pa.DataType:
 
 
 def _as_counts(table: pa.Table) -> pa.Table:
-    return table.cast(pa.schema([field.with_type(_count_type(field.type)) for field in table.schema]))
+    return table.cast(_counts_schema(table.schema))
 
 
 def merge_is_exact(changes: pa.Table, keys: Sequence[str], existing: pa.Table | None) -> bool:
