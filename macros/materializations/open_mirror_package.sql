@@ -102,7 +102,7 @@
 
   {#- 2. Changes against the snapshot, or a full load when there is none to trust. The snapshot
       records the landing zone and folder it was staged for, and the names published. -#}
-  {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) if existing_relation is not none else [] -%}
+  {%- set previous = om.openmirror_relation_specs(existing_relation) if existing_relation is not none else [] -%}
   {%- set run_plan = om.openmirror_package_run_plan(snapshot if existing_relation is not none else none, previous,
       columns, key_columns, settings, full_refresh) -%}
   {%- set load, reason, plan = run_plan.load, run_plan.reason, run_plan.plan -%}
@@ -216,7 +216,7 @@
   {%- call statement('build_model_output') -%}
     {{ create_table_as(False, new_relation, compiled_code) }}
   {%- endcall -%}
-  {%- set columns = om.openmirror_column_specs(adapter.get_columns_in_relation(new_relation)) -%}
+  {%- set columns = om.openmirror_relation_specs(new_relation) -%}
   {%- set key_columns = om.openmirror_resolve_keys(settings.unique_key, columns) -%}
   {%- for warning in om.openmirror_check_key_types(columns, key_columns) -%}{%- do exceptions.warn(warning) -%}{%- endfor -%}
   {{ return({'columns': columns, 'key_columns': key_columns}) }}
@@ -239,7 +239,7 @@
     {%- endcall -%}
     {{ adapter.rename_relation(new_relation, target_relation) }}
   {%- else -%}
-    {%- set previous = om.openmirror_column_specs(adapter.get_columns_in_relation(existing_relation)) -%}
+    {%- set previous = om.openmirror_relation_specs(existing_relation) -%}
     {%- do om.openmirror_schema_plan(previous, columns, settings.on_schema_change,
         om.openmirror_published_names(om.openmirror_table_properties(existing_relation))) -%}
     {{ adapter.drop_relation(new_relation) }}

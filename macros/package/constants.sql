@@ -24,6 +24,7 @@
       "reserved": {"row_marker": "__rowMarker__", "row_marker_lower": "__rowmarker__", "internal_prefix": "__openmirror_"},
       "run_id_pattern": "(?!(?i:manifest|leases)\\Z|(?i:probe\\-))[A-Za-z0-9-]+",
       "run_id_rule": "letters, digits and '-', and not manifest, leases or probe-*",
+      "shortened_type": "\\.\\.\\. \\d+ more fields",
       "staging_root": "_scratchPad/dbt-openmirror",
       "states": {"staging": "staging", "held": "held", "staged": "staged", "discarded": "discarded", "published": "published", "superseded": "superseded"},
       "text_types": ["string", "varchar", "char"],

@@ -22,6 +22,27 @@
   {{ return(specs) }}
 {%- endmacro -%}
 
+{#- The column specs of `relation`, with whole types where DESCRIBE cut a struct short (the
+    plugin's AdapterCatalog.columns). -#}
+{%- macro openmirror_relation_specs(relation) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+  {%- set columns = adapter.get_columns_in_relation(relation) -%}
+  {%- set shortened = [] -%}
+  {%- for column in columns if modules.re.search(om.openmirror_constants().shortened_type, column.dtype) -%}
+    {%- do shortened.append(column.column) -%}
+  {%- endfor -%}
+  {%- if shortened -%}
+    {%- set whole = run_query(om.openmirror_whole_types_sql(relation, shortened)).rows[0] -%}
+    {%- set described = columns -%}
+    {%- set columns = [] -%}
+    {%- for column in described -%}
+      {%- set data_type = whole[shortened.index(column.column)] if column.column in shortened else column.dtype -%}
+      {%- do columns.append({'column': column.column, 'dtype': data_type}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(om.openmirror_column_specs(columns)) }}
+{%- endmacro -%}
+
 {#- The spec published under the mirror's spelling of its name (`spelling`: lower name -> name). -#}
 {%- macro openmirror_as_published(spec, spelling) -%}
   {{ return({'name': spec.name, 'data_type': spec.data_type, 'is_complex': spec.is_complex, 'is_text': spec.is_text,

@@ -19,3 +19,11 @@ set spark.master
 {%- macro openmirror_spark_setting_sql(key, value) -%}
 set {{ key }}={{ value }}
 {%- endmacro -%}
+
+{#- The whole types of `names`, columns of `relation` whose type DESCRIBE cut short: `typeof`
+    names every field, and the aggregate over at most one row answers an empty table too. -#}
+{%- macro openmirror_whole_types_sql(relation, names) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
+select {% for name in names %}typeof(first({{ om.openmirror_quote(name) }})){{ ', ' if not loop.last }}{% endfor %}
+from (select {{ om.openmirror_quoted_list(names) }} from {{ relation }} limit 1)
+{%- endmacro -%}

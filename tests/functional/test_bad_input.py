@@ -39,6 +39,13 @@ BAD_MODELS = {
     "float_struct_key.sql": "{{ config(materialized='open_mirror', unique_key='k') }}\n"
     "select named_struct('id', id, 'x', cast(id as double)) as k, name from {{ target.schema }}.src",
     "accented_alias.sql": _model("unique_key='id', alias='café'"),
+    # DESCRIBE cuts a struct's type after 25 fields; what hides behind the cut is checked too.
+    "wide_struct_map.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
+    "select id, named_struct(" + "".join(f"'f{i}', id, " for i in range(26)) + "'when', map(current_date(), id)) as s "
+    "from {{ target.schema }}.src",
+    "wide_float_struct_key.sql": "{{ config(materialized='open_mirror', unique_key='k') }}\n"
+    "select named_struct(" + "".join(f"'f{i}', id, " for i in range(26)) + "'x', cast(id as double)) as k, name "
+    "from {{ target.schema }}.src",
     "clashing.sql": _model("unique_key='id'"),
     "fails_once.sql": _model("unique_key='id'").replace(
         "src", "src {% if var('boom', false) %} where raise_error('boom') is null {% endif %}"
@@ -90,6 +97,8 @@ class TestBadInput:
             ("located", ["'located'", "location_root='/tmp/openmirror-located'", "Leave it unset"]),
             ("float_struct_key", ["'float_struct_key'", "'k'", "struct<id:int,x:double>", "-0.0 and 0.0", "decimal"]),
             ("accented_alias", ["'accented_alias'", ".café only quoted", "letters a-z"]),
+            ("wide_struct_map", ["'wide_struct_map'", "'s'", "f25:int,when:map<date,int>>", "transform_keys"]),
+            ("wide_float_struct_key", ["'wide_float_struct_key'", "'k'", "f25:int,x:double>", "decimal"]),
             ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),
         ],
     )

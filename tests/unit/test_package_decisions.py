@@ -63,6 +63,7 @@ from dbt.adapters.openmirror.run.config import (
 )
 from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX, RunRelations
 from dbt.adapters.openmirror.run.response import describe_change, empty_output_warning
+from dbt.adapters.openmirror.run.statements import AdapterCatalog
 from dbt.adapters.openmirror.spark.metastore_limits import PROPERTY_PART_LENGTH, read_properties
 from tests.support.fake_warehouse import FakeRelation
 from tests.support.package_macros import CompilationError, PackageMacros
@@ -649,6 +650,46 @@ def test_schema_plan_agrees(package, previous, current, on_schema_change, publis
 def test_column_specs_agree(package, data_type):
     column = SimpleNamespace(column="Col", dtype=data_type)
     assert package.openmirror_column_specs([column]) == [_spec(ColumnSpec("Col", data_type))]
+
+
+WIDE_STRUCT = "struct<" + ",".join(f"f{i}:int" for i in range(25))
+#: (column, what DESCRIBE says, its whole type) as Spark 4 describes a struct of more than 25 fields.
+DESCRIBED_COLUMNS = [
+    ("id", "int", "int"),
+    ("Wide s", WIDE_STRUCT + ",... 2 more fields>", WIDE_STRUCT + ",f25:int,m:map<date,int>>"),
+    ("narrow", "struct<a:int>", "struct<a:int>"),
+    ("deep", f"array<{WIDE_STRUCT},... 1 more fields>>", f"array<{WIDE_STRUCT},x:double>>"),
+]
+
+
+@pytest.mark.parametrize("described", [DESCRIBED_COLUMNS, DESCRIBED_COLUMNS[:1] + DESCRIBED_COLUMNS[2:3]])
+def test_relation_columns_agree_on_whole_types(package, described):
+    """A type DESCRIBE cut short is asked for in full, by one statement, in both modes."""
+    relation = FakeRelation("s", "t")
+    shortened = [(name, whole) for name, dtype, whole in described if dtype != whole]
+    columns = [SimpleNamespace(column=name, dtype=dtype) for name, dtype, _ in described]
+    queries: list[str] = []
+
+    def query(sql):
+        queries.append(sql)
+        return SimpleNamespace(rows=[tuple(whole for _, whole in shortened)])
+
+    adapter = SimpleNamespace(get_columns_in_relation=lambda r: columns if r is relation else [])
+    jinja = PackageMacros(adapter=adapter, run_query=query).openmirror_relation_specs(relation)
+
+    class Statements:
+        def query(self, macro, **values):
+            return [query(str(getattr(sql_macros(), macro)(**values))).rows[0]]
+
+    python = AdapterCatalog(adapter, Statements()).columns(relation)
+    assert python == [ColumnSpec(name, whole) for name, _, whole in described]
+    assert jinja == [_spec(column) for column in python]
+    expected = ", ".join(f"typeof(first(`{name}`))" for name, _ in shortened)
+    assert [re.sub(r"\s+", " ", q).strip() for q in queries] == 2 * (
+        [f"select {expected} from (select {', '.join(f'`{n}`' for n, _ in shortened)} from s.t limit 1)"]
+        if shortened
+        else []
+    )
 
 
 # -- 5. the run plan (planning/run_plan.py; openmirror_package_run_plan) -------------------------

@@ -15,6 +15,9 @@ TEXT_TYPES = ("string", "varchar", "char")
 NON_BINARY_COLLATION = re.compile(r"collate\s+(?!utf8_binary\b)\w+")
 #: A string type's collation: not part of the type a Parquet file carries.
 COLLATION_CLAUSE = re.compile(r"\s+collate\s+\w+")
+#: A type DESCRIBE cut short (`struct<f0:int,...,f24:int,... 6 more fields>`: Spark shortens a
+#: struct after spark.sql.debug.maxToStringFields fields), hiding what the checks look for inside.
+SHORTENED_TYPE = re.compile(r"\.\.\. \d+ more fields")
 #: Names the published files or the diff's own tables use: a model column cannot have them.
 ROW_MARKER_NAME = "__rowmarker__"
 INTERNAL_PREFIX = "__openmirror_"
@@ -30,6 +33,10 @@ class ColumnSpec:
     @property
     def published_name(self) -> str:
         return self.published_as or self.name
+
+    @property
+    def is_shortened(self) -> bool:
+        return SHORTENED_TYPE.search(self.data_type) is not None
 
     @property
     def is_complex(self) -> bool:

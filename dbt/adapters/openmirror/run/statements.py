@@ -6,6 +6,7 @@ unit tests over a fake warehouse.
 """
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from dbt.adapters.openmirror.planning.run_plan import SnapshotRecord, snapshot_record
@@ -70,7 +71,13 @@ class AdapterCatalog:
         return self.adapter.get_relation(relation.database, relation.schema, relation.identifier)
 
     def columns(self, relation: Any) -> list[ColumnSpec]:
-        return [ColumnSpec(c.column, c.dtype) for c in self.adapter.get_columns_in_relation(relation)]
+        described = [ColumnSpec(c.column, c.dtype) for c in self.adapter.get_columns_in_relation(relation)]
+        shortened = [column.name for column in described if column.is_shortened]
+        if not shortened:
+            return described
+        (whole,) = self.statements.query("openmirror_whole_types_sql", relation=relation, names=shortened)
+        whole_type = dict(zip(shortened, whole, strict=True))
+        return [replace(column, data_type=whole_type.get(column.name, column.data_type)) for column in described]
 
     def drop(self, relation: Any) -> None:
         # As found: a name may hold a view (an overlaid snapshot), which `drop table` refuses.
