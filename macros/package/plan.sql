@@ -22,22 +22,25 @@
   {{ return(specs) }}
 {%- endmacro -%}
 
-{#- The column specs of `relation`, with whole types where DESCRIBE cut a struct short (the
-    plugin's AdapterCatalog.columns). -#}
+{#- The column specs of `relation` (the plugin's AdapterCatalog.columns): the rows of DESCRIBE before
+    its first row without a type (dbt-spark's list ends at a name starting with '#'), with whole
+    types where DESCRIBE cut a struct short. -#}
 {%- macro openmirror_relation_specs(relation) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  {%- set columns = adapter.get_columns_in_relation(relation) -%}
+  {%- set listed = namespace(ended=false) -%}
+  {%- set columns = [] -%}
+  {%- for row in run_query(om.openmirror_describe_sql(relation)).rows -%}
+    {%- set listed.ended = listed.ended or not row[1] -%}
+    {%- if not listed.ended -%}{%- do columns.append({'column': row[0], 'dtype': row[1]}) -%}{%- endif -%}
+  {%- endfor -%}
   {%- set shortened = [] -%}
   {%- for column in columns if modules.re.search(om.openmirror_constants().shortened_type, column.dtype) -%}
     {%- do shortened.append(column.column) -%}
   {%- endfor -%}
   {%- if shortened -%}
     {%- set whole = run_query(om.openmirror_whole_types_sql(relation, shortened)).rows[0] -%}
-    {%- set described = columns -%}
-    {%- set columns = [] -%}
-    {%- for column in described -%}
-      {%- set data_type = whole[shortened.index(column.column)] if column.column in shortened else column.dtype -%}
-      {%- do columns.append({'column': column.column, 'dtype': data_type}) -%}
+    {%- for column in columns if column.column in shortened -%}
+      {%- do column.update({'dtype': whole[shortened.index(column.column)]}) -%}
     {%- endfor -%}
   {%- endif -%}
   {{ return(om.openmirror_column_specs(columns)) }}

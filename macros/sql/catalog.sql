@@ -20,6 +20,11 @@ set spark.master
 set {{ key }}={{ value }}
 {%- endmacro -%}
 
+{#- A relation's columns, then other sections (run/statements.py, described_columns). -#}
+{%- macro openmirror_describe_sql(relation) -%}
+describe table {{ relation }}
+{%- endmacro -%}
+
 {#- The whole types of `names`, columns of `relation` whose type DESCRIBE cut short: `typeof`
     names every field, and the aggregate over at most one row answers an empty table too. -#}
 {%- macro openmirror_whole_types_sql(relation, names) -%}

@@ -342,6 +342,29 @@ class TestPackageSampledRuns(InPackageMode):
 
 
 @PLUGIN_TWIN
+class TestPackageColumnsDescribeHides(InPackageMode):
+    """Columns DESCRIBE lists oddly: a name starting with '#' (dbt-spark's column list ends there),
+    and a struct of more than 25 fields, whose type DESCRIBE cuts short."""
+
+    WIDE = "named_struct(" + "".join(f"'f{i}', id, " for i in range(26)) + "'last', {last}) as s"
+
+    def test_they_are_published_whole_or_refused(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        rows = "from values (1, 'a'), (2, 'b') as t(id, name)"
+        set_source(warehouse, schema, f"select id, id + 1 as `# items`, {self.WIDE.format(last='name')}, name {rows}")
+        run_dbt(["run"])
+        publish(landing_zone)
+        assert_mirror_equals(warehouse, folder, f"select id, `# items`, to_json(s) as s, name from {schema}.src")
+
+        before = tree_digest(landing_zone)
+        set_source(warehouse, schema, f"select id, {self.WIDE.format(last='map(current_date(), id)')}, name {rows}")
+        message = run_dbt(["run"], expect_pass=False)[0].message
+        assert "column 's' is" in message and "f25:int,last:map<date,int>>" in message and "transform_keys" in message
+        assert publish(landing_zone) == [] and tree_digest(landing_zone) == before
+
+
+@PLUGIN_TWIN
 class TestPackageModeWithALandingZonePerModel(InPackageMode):
     """A model's `landing_zone` config overrides the var: its runs are staged and recorded in its
     own landing zone, one manifest per landing zone, so each landing zone's publish finds exactly

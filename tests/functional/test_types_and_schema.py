@@ -35,6 +35,7 @@ select
   array(id, id + 1) as tags,
   map('k', label) as attributes,
   label as `customer name`,
+  id + 1 as `# items`,
   id * 2 as `order total ($)`
 from values
   (1, '12345678901234567890.0123456789', '2024-02-29', '2024-03-01 12:34:56.123456', 'raw\\u0000bytes', true,

@@ -657,39 +657,53 @@ WIDE_STRUCT = "struct<" + ",".join(f"f{i}:int" for i in range(25))
 DESCRIBED_COLUMNS = [
     ("id", "int", "int"),
     ("Wide s", WIDE_STRUCT + ",... 2 more fields>", WIDE_STRUCT + ",f25:int,m:map<date,int>>"),
-    ("narrow", "struct<a:int>", "struct<a:int>"),
+    ("# n", "struct<a:int>", "struct<a:int>"),
     ("deep", f"array<{WIDE_STRUCT},... 1 more fields>>", f"array<{WIDE_STRUCT},x:double>>"),
+    ("", "string", "string"),
 ]
+#: What DESCRIBE lists after the columns of a partitioned table.
+PARTITION_SECTION = [("# Partition Information", "", ""), ("# col_name", "data_type", "comment"), ("id", "int", None)]
 
 
-@pytest.mark.parametrize("described", [DESCRIBED_COLUMNS, DESCRIBED_COLUMNS[:1] + DESCRIBED_COLUMNS[2:3]])
-def test_relation_columns_agree_on_whole_types(package, described):
-    """A type DESCRIBE cut short is asked for in full, by one statement, in both modes."""
+@pytest.mark.parametrize(
+    "described, section",
+    [
+        (DESCRIBED_COLUMNS, PARTITION_SECTION),
+        (DESCRIBED_COLUMNS, []),
+        (DESCRIBED_COLUMNS[:1] + DESCRIBED_COLUMNS[2:3], PARTITION_SECTION),
+        ([], []),
+    ],
+)
+def test_relation_columns_agree(package, described, section):
+    """Columns are DESCRIBE's rows up to its first row without a type (a name starting with '#'
+    is a column), and a type DESCRIBE cut short is asked for in full, by one statement, in both
+    modes."""
     relation = FakeRelation("s", "t")
     shortened = [(name, whole) for name, dtype, whole in described if dtype != whole]
-    columns = [SimpleNamespace(column=name, dtype=dtype) for name, dtype, _ in described]
     queries: list[str] = []
 
     def query(sql):
-        queries.append(sql)
+        queries.append(re.sub(r"\s+", " ", sql).strip())
+        if sql.startswith("describe"):
+            return SimpleNamespace(rows=[(name, dtype, None) for name, dtype, _ in described] + section)
         return SimpleNamespace(rows=[tuple(whole for _, whole in shortened)])
 
-    adapter = SimpleNamespace(get_columns_in_relation=lambda r: columns if r is relation else [])
-    jinja = PackageMacros(adapter=adapter, run_query=query).openmirror_relation_specs(relation)
+    jinja = PackageMacros(run_query=query).openmirror_relation_specs(relation)
 
     class Statements:
         def query(self, macro, **values):
-            return [query(str(getattr(sql_macros(), macro)(**values))).rows[0]]
+            return query(str(getattr(sql_macros(), macro)(**values))).rows
 
-    python = AdapterCatalog(adapter, Statements()).columns(relation)
+    python = AdapterCatalog(None, Statements()).columns(relation)
     assert python == [ColumnSpec(name, whole) for name, _, whole in described]
     assert jinja == [_spec(column) for column in python]
     expected = ", ".join(f"typeof(first(`{name}`))" for name, _ in shortened)
-    assert [re.sub(r"\s+", " ", q).strip() for q in queries] == 2 * (
-        [f"select {expected} from (select {', '.join(f'`{n}`' for n, _ in shortened)} from s.t limit 1)"]
-        if shortened
-        else []
-    )
+    statements = ["describe table s.t"]
+    if shortened:
+        statements.append(
+            f"select {expected} from (select {', '.join(f'`{n}`' for n, _ in shortened)} from s.t limit 1)"
+        )
+    assert queries == 2 * statements
 
 
 # -- 5. the run plan (planning/run_plan.py; openmirror_package_run_plan) -------------------------

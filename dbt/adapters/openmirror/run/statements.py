@@ -60,6 +60,18 @@ class AdapterStatements:
         return [tuple(row) for row in table]
 
 
+def described_columns(rows: Sequence[Row]) -> list[ColumnSpec]:
+    """The columns in DESCRIBE's rows: those before its first row without a type, which starts the
+    next section (`# Partition Information`) or ends the list. dbt-spark also ends the list at a
+    column whose name starts with '#', and the columns from there on were not published."""
+    columns = []
+    for name, data_type, *_ in rows:
+        if not data_type:
+            break
+        columns.append(ColumnSpec(name, data_type))
+    return columns
+
+
 class AdapterCatalog:
     """dbt's relation cache, through the adapter's own relation methods."""
 
@@ -71,7 +83,7 @@ class AdapterCatalog:
         return self.adapter.get_relation(relation.database, relation.schema, relation.identifier)
 
     def columns(self, relation: Any) -> list[ColumnSpec]:
-        described = [ColumnSpec(c.column, c.dtype) for c in self.adapter.get_columns_in_relation(relation)]
+        described = described_columns(self.statements.query("openmirror_describe_sql", relation=relation))
         shortened = [column.name for column in described if column.is_shortened]
         if not shortened:
             return described
