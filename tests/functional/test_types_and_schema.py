@@ -35,7 +35,10 @@ select
   array(id, id + 1) as tags,
   map('k', label) as attributes,
   label as `customer name`,
+  -- dbt-spark takes a name starting with '#' for the end of DESCRIBE's column list, and a table
+  -- whose information text says `Type: VIEW` anywhere for a view.
   id + 1 as `# items`,
+  label as `Type: VIEW`,
   id * 2 as `order total ($)`
 from values
   (1, '12345678901234567890.0123456789', '2024-02-29', '2024-03-01 12:34:56.123456', 'raw\\u0000bytes', true,

@@ -43,6 +43,7 @@ from dbt.adapters.openmirror.run.response import OpenMirrorResponse
 from dbt.adapters.openmirror.run.staging_mode import StagingModeChoice
 from dbt.adapters.openmirror.run.statements import AdapterCatalog, AdapterStatements, recorded_snapshot
 from dbt.adapters.openmirror.spark.model_inputs import ModelInputs, model_inputs
+from dbt.adapters.openmirror.spark.relation_info import as_described
 from dbt.adapters.openmirror.spark.session_defaults import apply_session_defaults
 from dbt.adapters.openmirror.spark.table_folders import SessionTableFolders, TableFolders
 from dbt.adapters.openmirror.storage import LandingZoneStorage
@@ -62,6 +63,9 @@ class OpenMirrorAdapter(SparkAdapter):
         self._runs_lock = threading.Lock()
         # Models whose `is_incremental()` was true when they were compiled: they selected candidates.
         self._selected_candidates: set[str] = set()
+
+    def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[Any]:
+        return [as_described(r) for r in super()._build_spark_relation_list(row_list, relation_info_func)]
 
     @cached_property
     def landing_zone(self) -> LandingZoneStorage:
