@@ -10,7 +10,6 @@
       "folder_names": {"max_length": 128, "max_bytes": 248, "forbidden": "[/\\\\:*?\"<>|%\\x00-\\x1f\\x7f]", "schema_suffix": ".schema"},
       "hidden_values": "(values hidden: show_key_values=false)",
       "loads": {"full": "full", "incremental": "incremental"},
-      "lossy_file_formats": ["json", "csv", "text"],
       "manifest_columns": [["run_id", "string"], ["model", "string"], ["table_folder", "string"], ["key_columns", "string"], ["base_run_id", "string"], ["load", "string"], ["reason", "string"], ["staged_sequence", "bigint"], ["staged_folder", "string"], ["rows", "bigint"], ["marker_counts", "string"], ["state", "string"], ["recorded_at", "timestamp"], ["relation", "string"]],
       "manifest_folder": "_scratchPad/dbt-openmirror/manifest",
       "markers": {"insert": 0, "update": 1, "delete": 2, "upsert": 4},
@@ -28,6 +27,7 @@
       "staging_root": "_scratchPad/dbt-openmirror",
       "states": {"staging": "staging", "held": "held", "staged": "staged", "discarded": "discarded", "published": "published", "superseded": "superseded"},
       "text_types": ["string", "varchar", "char"],
+      "unfit_file_formats": {"json": "does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and text no types at all)", "csv": "does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and text no types at all)", "text": "does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and text no types at all)", "hudi": "adds columns of its own (_hoodie_commit_time, _hoodie_record_key, ...) that change with every write"},
       "unpublishable_types": {"reasons": {"void": "a column of NULLs without a type; cast it to the type it holds, e.g. cast(null as string)", "interval": "intervals have no Delta type (the file would carry a bare count of months or microseconds); publish a number in a unit the column's name says, or a string", "time": "time of day has no Delta type; cast it to string", "variant": "variants have no Delta type; publish JSON text, to_json(...)", "geometry": "geometries have no Delta type; publish their WKT (string) or WKB (binary)", "geography": "geographies have no Delta type; publish their WKT (string) or WKB (binary)"}, "type_word": "[\\s(<]", "map_start": "map\\s*<", "faithful_map_key": "map\\s*<\\s*(?:string(?:\\s+collate\\s+\\w+)?|tinyint|smallint|int|integer|bigint|float|double|boolean|decimal(?:\\(\\s*\\d+\\s*(?:,\\s*\\d+\\s*)?\\))?)\\s*,"}
   }) }}
 {%- endmacro -%}

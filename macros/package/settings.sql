@@ -67,9 +67,9 @@
 
 {#- config.file_format_problem in Jinja (the same cases test both). -#}
 {%- macro openmirror_file_format_problem(value) -%}
-  {%- if value is string and value.strip().lower() in (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_constants().lossy_file_formats -%}
-    {{ return("file_format='" ~ value ~ "' does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and "
-        ~ "text no types at all), and {{ this }} is the record of what was published: use parquet or delta") }}
+  {%- set why = (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_constants().unfit_file_formats.get(value.strip().lower()) if value is string else none -%}
+  {%- if why is not none -%}
+    {{ return("file_format='" ~ value ~ "' " ~ why ~ ", and {{ this }} is the record of what was published: use parquet or delta") }}
   {%- endif -%}
   {{ return(none) }}
 {%- endmacro -%}

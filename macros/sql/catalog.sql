@@ -26,9 +26,10 @@ describe table {{ relation }}
 {%- endmacro -%}
 
 {#- The whole types of `names`, columns of `relation` whose type DESCRIBE cut short: `typeof`
-    names every field, and the aggregate over at most one row answers an empty table too. -#}
+    names every field. Spark folds it to a constant, and an aggregate over no rows still returns
+    one: nothing of the relation is read (a view's query, an overlaid snapshot's join). -#}
 {%- macro openmirror_whole_types_sql(relation, names) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
 select {% for name in names %}typeof(first({{ om.openmirror_quote(name) }})){{ ', ' if not loop.last }}{% endfor %}
-from (select {{ om.openmirror_quoted_list(names) }} from {{ relation }} limit 1)
+from (select {{ om.openmirror_quoted_list(names) }} from {{ relation }} limit 0)
 {%- endmacro -%}

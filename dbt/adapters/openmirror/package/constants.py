@@ -67,12 +67,12 @@ from dbt.adapters.openmirror.run.config import (
     FALSE_WORDS,
     IGNORE,
     LONG_NAME,
-    LOSSY_FILE_FORMATS,
     ON_SCHEMA_CHANGE,
     PLAIN_RELATION_NAME,
     PUBLISH,
     ROW_MARKER_POSITIONS,
     TRUE_WORDS,
+    UNFIT_FILE_FORMATS,
     VAR_PREFIX,
     VARS,
 )
@@ -139,7 +139,7 @@ def constants() -> dict[str, Any]:
         "manifest_columns": manifest_columns(),
         "manifest_folder": MANIFEST_FOLDER,
         "parquet_write_settings": PARQUET_WRITE_SETTINGS,
-        "lossy_file_formats": list(LOSSY_FILE_FORMATS),
+        "unfit_file_formats": UNFIT_FILE_FORMATS,
         "metastore": {"parts_marker": PARTS_MARKER, "part_key": PART_KEY.pattern},
         "markers": {"insert": INSERT, "update": UPDATE, "delete": DELETE, "upsert": UPSERT},
         "properties": {

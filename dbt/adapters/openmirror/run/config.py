@@ -182,17 +182,23 @@ def _delete_flag(model: str, value: Any, unique_key: list[str]) -> str | None:
 
 #: Table formats that do not keep Spark's types: a snapshot in one would change the values the
 #: next diff compares and the change files carry (JSON keeps timestamps in milliseconds).
-LOSSY_FILE_FORMATS = ("json", "csv", "text")
+#: File formats that cannot hold a snapshot, and why: `{{ this }}` is the record of what was
+#: published. Hudi adds its own columns to every table, which dbt-spark's column list hides.
+UNFIT_FILE_FORMATS = {
+    **dict.fromkeys(
+        ("json", "csv", "text"),
+        "does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and text no types at all)",
+    ),
+    "hudi": "adds columns of its own (_hoodie_commit_time, _hoodie_record_key, ...) that change with every write",
+}
 
 
 def file_format_problem(value: Any) -> str | None:
     """Why the model's `file_format` cannot hold its snapshot, or None."""
-    if isinstance(value, str) and value.strip().lower() in LOSSY_FILE_FORMATS:
-        return (
-            f"file_format={value!r} does not keep Spark's types (JSON keeps timestamps in milliseconds, CSV and "
-            "text no types at all), and {{ this }} is the record of what was published: use parquet or delta"
-        )
-    return None
+    why = UNFIT_FILE_FORMATS.get(value.strip().lower()) if isinstance(value, str) else None
+    if why is None:
+        return None
+    return f"file_format={value!r} {why}, and {{{{ this }}}} is the record of what was published: use parquet or delta"
 
 
 def location_root_problem(value: Any) -> str | None:
