@@ -111,6 +111,56 @@ def test_a_status_file_that_stays_unreadable_is_named_when_the_wait_ends(item):
     assert "still lists table sales.orders, whose" not in str(failed.value)
 
 
+def _missing_once(item):
+    """The service's tables.json is not found at the second look (a read that lost the race with
+    its replacement, or a listing not caught up), and is back at the third."""
+    looks = []
+
+    def on_sleep(now):
+        looks.append(now)
+        path = item / "Monitoring" / "tables.json"
+        if len(looks) == 1:
+            path.rename(path.with_suffix(".away"))
+        elif len(looks) == 2:
+            path.with_suffix(".away").rename(path)
+
+    return on_sleep
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_status_file_missing_once_during_a_wait_is_looked_for_again(item, listed):
+    """Read once in this wait, tables.json is the service's: its absence says nothing, and the
+    wait goes on to its bound."""
+    service_lists(item, *([] if listed else [("sales", "orders")]))
+    log, time = [], FakeTime(on_sleep=_missing_once(item))
+    view = service(item, time, log)
+    with pytest.raises(ServiceWaitError, match="waited 10 s"):
+        (view.wait_until_listed if listed else view.wait_until_dropped)(TABLE, timeout_seconds=10, model="orders")
+    assert time.now >= 10 and not any("no mirroring status" in line for line in log)
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_status_file_missing_beside_the_replicators_is_not_taken_for_no_service(item, listed):
+    """The service writes replicator.json beside tables.json: one without the other is a file
+    being replaced, so the wait goes on."""
+    (item / "Monitoring" / "replicator.json").write_text(json.dumps({"status": "Running"}))
+    log = []
+    with pytest.raises(ServiceWaitError, match=r"tables.json could not be read \(tables.json is missing"):
+        wait = (
+            service(item, FakeTime(), log).wait_until_listed
+            if listed
+            else service(item, FakeTime(), log).wait_until_dropped
+        )
+        wait(TABLE, timeout_seconds=5, model="orders")
+    assert not any("no mirroring status" in line for line in log)
+    service_lists(item, *([("sales", "orders")] if listed else []))
+    time = FakeTime()
+    (service(item, time).wait_until_listed if listed else service(item, time).wait_until_dropped)(
+        TABLE, timeout_seconds=5, model="orders"
+    )
+    assert time.now == 0
+
+
 @pytest.mark.parametrize(
     "document",
     [{"tables": [{"sourceTableName": ["x"]}]}, {"tables": [{"sourceSchemaName": 5, "sourceTableName": "t"}]}],

@@ -612,6 +612,23 @@ def test_a_file_missing_behind_one_the_mirror_has_not_processed_is_an_error(stor
     assert "--full-refresh" in state.folder_conflict
 
 
+class LaggingListings(LocalStorage):
+    """Storage whose folder listings do not show `hidden` yet, though reads find it (a listing not
+    caught up with the writes)."""
+
+    hidden = "00000000000000000003.parquet"
+
+    def list_names(self, folder):
+        return [name for name in super().list_names(folder) if name != self.hidden]
+
+
+def test_a_file_the_listing_has_not_caught_up_with_is_not_called_deleted(storage):
+    publish_one_file_each(storage, 3)
+    state = Publisher(LaggingListings(storage.root)).table_state(TABLE)
+    assert "did not show 00000000000000000003.parquet, which is there" in state.folder_conflict
+    assert "run again" in state.folder_conflict and "--full-refresh" not in state.folder_conflict
+
+
 def test_files_moved_to_the_processed_folders_leave_no_gap(storage):
     publish_one_file_each(storage, 3)
     processed = storage.root / TABLE / "_ProcessedFiles"

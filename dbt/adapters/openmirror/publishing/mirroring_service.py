@@ -6,7 +6,10 @@ incremental files only once the service lists the table again. Waiting only unti
 gone is not enough: a service that still holds the old table reads the new file 1 as one it has
 already processed. The service's view is `Files/Monitoring/tables.json` beside the landing zone
 (monitoring.py reads it). Where nothing says what the service holds (a plain folder that no
-mirror reads), there is nothing to wait for: that is said once, and publishing goes on.
+mirror reads: no tables.json, no replicator.json), there is nothing to wait for: that is said
+once, and publishing goes on. A tables.json missing where the service has written (its
+replicator.json, or a tables.json read earlier in this invocation) is one being replaced, or a
+read not caught up, and is looked for again.
 """
 
 import time
@@ -40,18 +43,28 @@ class MirroringService:
         self.clock = clock
         self.sleep = sleep
         self._said_unreadable = False
+        self._status_seen = False
 
     def lists(self, table_folder: str) -> bool | None:
         """Whether the service lists the table; None when no status of the service is readable."""
         try:
             text = self.storage.read_monitoring(TABLES_FILE)
             if text is None:
+                self._check_no_service()
                 return None
             tables = parse_tables(text)
         except (ValueError, PublishError) as exc:  # PublishError: not UTF-8 text
             raise _Unsure(str(exc)) from exc
+        self._status_seen = True
         ours = service_name(table_folder)
         return any((comparable(schema), comparable(table)) == ours for schema, table in tables)
+
+    def _check_no_service(self) -> None:
+        """No tables.json: no service, unless the service has written beside it."""
+        if self._status_seen:
+            raise _Unsure(f"{TABLES_FILE} is missing, though it was read earlier in this invocation")
+        if self.storage.read_monitoring(REPLICATOR_FILE) is not None:
+            raise _Unsure(f"{TABLES_FILE} is missing, though the service's {REPLICATOR_FILE} is there")
 
     def wait_until_dropped(self, table_folder: str, timeout_seconds: float, model: str) -> None:
         """Before recreating a table folder: the service must no longer hold the old table."""
@@ -111,7 +124,7 @@ class MirroringService:
             self._said_unreadable = True
             self.log(
                 f"{self.storage.location}: no mirroring status is readable (no Files/Monitoring/"
-                f"{TABLES_FILE} beside the landing zone), so rebuilds do not wait for the service"
+                f"{TABLES_FILE} or {REPLICATOR_FILE} beside the landing zone), so rebuilds do not wait for the service"
             )
 
     def _gave_up(

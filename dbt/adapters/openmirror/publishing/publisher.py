@@ -443,6 +443,11 @@ class Publisher:
         gap = first_gap(waiting, names, recorded)
         if gap is not None:
             first_waiting, missing = gap
+            if self._found_unlisted(table_folder, data_file_name(missing)):
+                return (
+                    f"the listing of {folder} did not show {data_file_name(missing)}, which is there: the "
+                    "storage's listings had not caught up with its writes. Nothing was published; run again."
+                )
             return (
                 f"{folder} is missing file {data_file_name(missing)}: {data_file_name(first_waiting)} "
                 "before it still waits there unprocessed, and the mirror applies files in order, so "
@@ -452,6 +457,13 @@ class Publisher:
                 "table from the model."
             )
         return None
+
+    def _found_unlisted(self, table_folder: str, name: str) -> bool:
+        """Whether a file the folder's listings left out is there when asked for by name."""
+        return any(
+            self.storage.exists(f"{table_folder}/{where}{name}")
+            for where in ("", *(f"{f}/" for f in PROCESSED_FOLDERS))
+        )
 
     # -- checking what Spark staged ---------------------------------------------------------------
 
