@@ -381,6 +381,24 @@ def test_the_journal_lets_an_interrupted_publish_finish(storage):
     assert (state.pending, state.last_sequence_number) == (None, 3)
 
 
+def test_a_staged_listing_behind_the_renames_is_not_taken_for_another_writer(storage):
+    """Recovery lists the staged folder: a listing not caught up still shows a file already
+    renamed into place, which is then nowhere to compare."""
+    publisher, pending, run = journaled_second_publish(storage, 2, 3)
+    storage.rename_create_only(*_final(pending.files[0]))
+    renamed = pending.files[0][0].rsplit("/", 1)[-1]
+
+    class StaleStaging(LocalStorage):
+        def list_names(self, folder):
+            names = super().list_names(folder)
+            return sorted({*names, renamed}) if folder == pending.staged_folder else names
+
+    lagging = Publisher(StaleStaging(storage.root))
+    lagging.complete(pending, run.fence)
+    lagging.commit(pending, run.fence)
+    assert _names(storage) == [f"{n:020d}.parquet" for n in (1, 2, 3)]
+
+
 def _final(file):
     staged, name = file
     return staged, f"{TABLE}/{name}"

@@ -623,8 +623,9 @@ class Publisher:
                         f"files after {pending.base_sequence_number}; another writer used this number. The "
                         "journal keeps what this run published. Run with --full-refresh to rebuild the table."
                     ) from None
-            elif staged_name in staged_names:
-                # Stopped between linking the final name and unlinking the staged one?
+            elif staged_name in staged_names and self.storage.exists(staged_path):
+                # Stopped between linking the final name and unlinking the staged one? (A listing
+                # not caught up may still show a staged file that was renamed.)
                 self._check_ours(staged_path, folder, name, pending.model)
                 self.storage.delete_file(staged_path)
 
