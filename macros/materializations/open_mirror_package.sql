@@ -241,7 +241,7 @@
   {%- else -%}
     {%- set previous = om.openmirror_relation_specs(existing_relation) -%}
     {%- do om.openmirror_schema_plan(previous, columns, settings.on_schema_change,
-        om.openmirror_published_names(om.openmirror_table_properties(existing_relation))) -%}
+        om.openmirror_published_names(om.openmirror_table_properties(existing_relation)), key_columns) -%}
     {{ adapter.drop_relation(new_relation) }}
   {%- endif -%}
   {%- do store_raw_result(name='main', message=partial_output ~ ': columns and unique_key checked, nothing staged for '

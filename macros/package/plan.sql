@@ -201,11 +201,11 @@
     published as NULL; added ones are published; a changed type stops the mirror's table, so it
     fails unless on_schema_change rebuilds. Names are case-insensitive: a column respelled in case
     keeps the mirror's spelling, or sync_all_columns rebuilds to take the new one. -#}
-{%- macro openmirror_schema_plan(previous, current, on_schema_change, published_names) -%}
+{%- macro openmirror_schema_plan(previous, current, on_schema_change, published_names, key_columns=[]) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set spelling = om.openmirror_published_spelling(published_names, previous) -%}
   {%- set previous_types = {} -%}
-  {%- for column in previous -%}{%- do previous_types.update({column.name | lower: column.published_type}) -%}{%- endfor -%}
+  {%- for column in previous -%}{%- do previous_types.update({column.name | lower: om.openmirror_compared_type(column, key_columns)}) -%}{%- endfor -%}
   {%- set current_names = current | map(attribute='name') | map('lower') | list -%}
   {%- set added, kept, retyped, published, respelled = [], [], [], [], [] -%}
   {%- for column in current -%}
@@ -214,8 +214,8 @@
     {%- if spec.published_name != spec.name -%}{%- do respelled.append([spec.published_name, spec.name]) -%}{%- endif -%}
     {%- if column.name | lower not in previous_types -%}
       {%- do added.append(column) -%}
-    {%- elif previous_types[column.name | lower] != column.published_type -%}
-      {%- do retyped.append("column '" ~ column.name ~ "' " ~ previous_types[column.name | lower] ~ " -> " ~ column.published_type) -%}
+    {%- elif previous_types[column.name | lower] != om.openmirror_compared_type(column, key_columns) -%}
+      {%- do retyped.append("column '" ~ column.name ~ "' " ~ previous_types[column.name | lower] ~ " -> " ~ om.openmirror_compared_type(column, key_columns)) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for column in previous if column.name | lower not in current_names -%}
@@ -239,11 +239,18 @@
   {%- endif -%}
   {%- if retyped -%}
     {%- do om.openmirror_fail(retyped | join('; ') ~ ". The mirror stops replicating a table whose column type "
-        ~ "changes, so this is not published in place (not even with on_schema_change='ignore'). Run with "
+        ~ "changes, and matches a struct or array key by its JSON text, which the type decides; so this is not "
+        ~ "published in place (not even with on_schema_change='ignore'). Run with "
         ~ "--full-refresh to rebuild the mirrored table, or set on_schema_change='sync_all_columns' to rebuild "
         ~ "automatically.") -%}
   {%- endif -%}
   {{ return({'columns': published, 'kept': kept, 'added': added, 'respelled': respelled, 'rebuild_reason': none}) }}
+{%- endmacro -%}
+
+{#- schema_plan.compared_type: what a change of the column's type is judged by. -#}
+{%- macro openmirror_compared_type(column, key_columns) -%}
+  {{ return(column.data_type | trim if column.is_complex and column.name | lower in key_columns | map('lower') | list
+      else column.published_type) }}
 {%- endmacro -%}
 
 {#- The names the snapshot records its columns were published under (a list of names), or none:
@@ -318,7 +325,7 @@
   {%- if altered -%}
     {{ return(dict(full, reason=altered)) }}
   {%- endif -%}
-  {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change, published_names) -%}
+  {%- set plan = om.openmirror_schema_plan(previous, columns, settings.on_schema_change, published_names, key_columns) -%}
   {%- if plan.rebuild_reason -%}
     {{ return(dict(full, reason="on_schema_change='sync_all_columns': " ~ plan.rebuild_reason)) }}
   {%- endif -%}

@@ -33,9 +33,12 @@
   {{ change_markers == 'upsert' }}
 {%- endmacro -%}
 
+{#- to_json's options: every one a session setting would otherwise decide (the time zone, whether
+    NULL fields are written: spark.sql.jsonGenerator.ignoreNullFields), since the text is what
+    the mirror compares, also as a struct key. -#}
 {%- macro openmirror_json_options() -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
-  map('timestampFormat', {{ om.openmirror_string("yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX") }}, 'timestampNTZFormat', {{ om.openmirror_string("yyyy-MM-dd'T'HH:mm:ss.SSSSSS") }}, 'timeZone', 'UTC')
+  map('timestampFormat', {{ om.openmirror_string("yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX") }}, 'timestampNTZFormat', {{ om.openmirror_string("yyyy-MM-dd'T'HH:mm:ss.SSSSSS") }}, 'timeZone', 'UTC', 'ignoreNullFields', 'true')
 {%- endmacro -%}
 
 {#- The value a Parquet file carries: complex values travel as JSON text (maps have no equality

@@ -269,3 +269,43 @@ class TestSchemaChanges:
         results = run_dbt(["run", *ignore], expect_pass=False)
         assert "not even with on_schema_change='ignore'" in results[0].message
         assert tree_digest(landing_zone) == before
+
+
+STRUCT_KEYED = """
+{{ config(materialized='open_mirror', unique_key='sk', on_schema_change=var('on_change', 'append_new_columns'),
+          pre_hook="set spark.sql.jsonGenerator.ignoreNullFields=" ~ var('ignore_nulls', 'true')) }}
+select named_struct('{{ var("field", "P") }}', id, 'q', cast(null as string)) as sk, v from {{ target.schema }}.src
+"""
+
+
+class TestStructKeys:
+    """The mirror matches a struct key by its JSON text: what changes that text for every key (a
+    field respelled, a session setting) must not reach it as updates of keys it does not hold."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"skey.sql": STRUCT_KEYED}
+
+    def test_the_keys_text_stays_or_the_table_is_rebuilt(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "skey")
+
+        def published(field="P"):
+            return f"select to_json(named_struct('{field}', id), {JSON_OPTIONS}) as sk, v from {schema}.src"
+
+        set_source(warehouse, schema, "select * from values (1, 'a'), (2, 'b') as t(id, v)")
+        run_dbt(["run"])
+        # A session that writes NULL fields would change every key's text.
+        set_source(warehouse, schema, "select * from values (1, 'a2') as t(id, v)")
+        run_dbt(["run", "--vars", "{ignore_nulls: 'false'}"])
+        assert file_markers(folder)[-1] == [1, 2]
+        assert_mirror_equals(warehouse, folder, published())
+
+        before = tree_digest(landing_zone)
+        set_source(warehouse, schema, "select * from values (1, 'a3') as t(id, v)")
+        message = run_dbt(["run", "--vars", "{field: p}"], expect_pass=False)[0].message
+        assert "column 'sk' struct<P:int,q:string> -> struct<p:int,q:string>" in message
+        assert "JSON text" in message and "--full-refresh" in message
+        assert tree_digest(landing_zone) == before
+        run_dbt(["run", "--vars", "{field: p, on_change: sync_all_columns}"])
+        assert_mirror_equals(warehouse, folder, published("p"))

@@ -584,8 +584,9 @@ def test_lookalike_key_warnings_agree(package, show_values):
 # -- 4. the schema plan (planning/schema_plan.py; openmirror_schema_plan, openmirror_column_specs) --
 
 ID, NAME, SCORE = ColumnSpec("id", "int"), ColumnSpec("name", "string"), ColumnSpec("score", "int")
+KEY_STRUCT = ColumnSpec("sk", "struct<P:int,q:string>")
 SCHEMA_CASES = [
-    # (snapshot columns, model columns, on_schema_change, published names)
+    # (snapshot columns, model columns, on_schema_change, published names[, key columns])
     ([ID, NAME], [ID, NAME], "append_new_columns", None),
     ([ID, NAME], [ID, SCORE], "append_new_columns", None),
     ([ID, NAME], [ID, NAME, SCORE], "sync_all_columns", None),
@@ -604,20 +605,33 @@ SCHEMA_CASES = [
     ([ID, ColumnSpec("a", "array<int>")], [ID, ColumnSpec("a", "string")], "append_new_columns", None),
     ([ID, ColumnSpec("name", "string collate UTF8_LCASE")], [ID, NAME], "fail", None),
     ([ID, NAME], [ID, ColumnSpec("name", "STRING COLLATE UNICODE_CI")], "append_new_columns", None),
+    # A struct or array key is matched by its JSON text: a field respelled or a scale changed is a new key.
+    ([KEY_STRUCT, NAME], [ColumnSpec("sk", "struct<p:int,q:string>"), NAME], "append_new_columns", None, ["SK"]),
+    ([KEY_STRUCT, NAME], [ColumnSpec("sk", "struct<p:int,q:string>"), NAME], "sync_all_columns", None, ["sk"]),
+    ([KEY_STRUCT, NAME], [ColumnSpec("sk", "struct<p:int,q:string>"), NAME], "append_new_columns", None, ["name"]),
+    ([KEY_STRUCT, NAME], [ColumnSpec("sk", " struct<P:int,q:string>"), NAME], "fail", None, ["sk"]),
+    ([ColumnSpec("k", "array<decimal(10,2)>")], [ColumnSpec("k", "array<decimal(12,3)>")], "ignore", None, ["k"]),
 ]
 
+SCHEMA_CASES_KEYED = [case if len(case) == 5 else (*case, ["id"]) for case in SCHEMA_CASES]
 
-@pytest.mark.parametrize("previous, current, on_schema_change, published_names", SCHEMA_CASES)
-def test_schema_plan_agrees(package, previous, current, on_schema_change, published_names):
+
+@pytest.mark.parametrize("previous, current, on_schema_change, published_names, key_columns", SCHEMA_CASES_KEYED)
+def test_schema_plan_agrees(package, previous, current, on_schema_change, published_names, key_columns):
     python, python_error = _python(
-        lambda: plan_schema("m", previous, current, on_schema_change, published_names), SchemaChangeError
+        lambda: plan_schema("m", previous, current, on_schema_change, published_names, key_columns), SchemaChangeError
     )
     jinja, jinja_error = _jinja(
         lambda: package.openmirror_schema_plan(
-            [_spec(c) for c in previous], [_spec(c) for c in current], on_schema_change, published_names
+            [_spec(c) for c in previous], [_spec(c) for c in current], on_schema_change, published_names, key_columns
         )
     )
     assert jinja_error == python_error
+    struct_key_respelled = "sk" in [k.lower() for k in key_columns] and current[0].data_type == "struct<p:int,q:string>"
+    if struct_key_respelled and on_schema_change != "sync_all_columns":
+        assert "column 'sk' struct<P:int,q:string> -> struct<p:int,q:string>" in python_error
+    if struct_key_respelled and on_schema_change == "sync_all_columns":
+        assert "struct<p:int,q:string>" in python.rebuild_reason
     if python_error is not None:
         return
     assert jinja["columns"] == [_spec(c) for c in python.columns]

@@ -18,7 +18,7 @@ JSON = macros.openmirror_json_options().strip()
 def test_complex_values_are_json_with_timestamps_in_microseconds_in_utc():
     assert JSON == (
         "map('timestampFormat', 'yyyy-MM-dd\\'T\\'HH:mm:ss.SSSSSSXXX', "
-        "'timestampNTZFormat', 'yyyy-MM-dd\\'T\\'HH:mm:ss.SSSSSS', 'timeZone', 'UTC')"
+        "'timestampNTZFormat', 'yyyy-MM-dd\\'T\\'HH:mm:ss.SSSSSS', 'timeZone', 'UTC', 'ignoreNullFields', 'true')"
     )
 
 

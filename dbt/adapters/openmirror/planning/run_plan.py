@@ -333,7 +333,7 @@ def plan_run(
     if mode != INCREMENTAL:
         full = plan_schema(model, None, current_columns, on_schema_change)
         return RunPlan(mode, reason, full, list(key_columns))
-    schema = plan_schema(model, previous_columns, current_columns, on_schema_change, published_names)
+    schema = plan_schema(model, previous_columns, current_columns, on_schema_change, published_names, key_columns)
     if schema.rebuild_reason:
         return RunPlan(
             REBUILD,

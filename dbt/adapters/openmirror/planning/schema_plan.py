@@ -1,7 +1,7 @@
 """What to publish when the model's columns differ from the snapshot's (spec section 5)."""
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from dbt.adapters.openmirror.errors import SchemaChangeError
@@ -156,14 +156,28 @@ def _as_published(column: ColumnSpec, spelling: dict[str, str]) -> ColumnSpec:
     return column if published == column.name else replace(column, published_as=published)
 
 
+def compared_type(column: ColumnSpec, key_names: Collection[str]) -> str:
+    """What a change of the column's type is judged by: the type its files carry, and for a
+    struct or array key its whole type. The mirror matches such a key by its JSON text, which
+    follows the field names, their order and a decimal's scale, where Spark's `=` does not: a
+    field renamed made every later update and delete miss its row."""
+    if column.is_complex and column.name.lower() in key_names:
+        return column.data_type.strip()
+    return column.published_type
+
+
 def retyped_columns(
-    previous: Sequence[ColumnSpec], current: Sequence[ColumnSpec], published: bool = True
+    previous: Sequence[ColumnSpec],
+    current: Sequence[ColumnSpec],
+    published: bool = True,
+    key_columns: Sequence[str] = (),
 ) -> list[tuple[str, str, str]]:
     """(name, type before, now) of the columns both have whose published type changed (or, with
     `published=False`, whose Spark type did: a struct's fields, which publish as the same text)."""
+    key_names = {name.lower() for name in key_columns}
 
     def kind(column: ColumnSpec) -> str:
-        return column.published_type if published else column.data_type.strip().lower()
+        return compared_type(column, key_names) if published else column.data_type.strip().lower()
 
     by_name = {c.name.lower(): c for c in previous}
     return [
@@ -206,6 +220,7 @@ def plan_schema(
     current: Sequence[ColumnSpec],
     on_schema_change: str,
     published_names: Sequence[str] | None = None,
+    key_columns: Sequence[str] = (),
 ) -> SchemaPlan:
     """Compare the snapshot's columns (None: no snapshot) with the model's; decide or fail.
 
@@ -220,7 +235,7 @@ def plan_schema(
     current_names = {c.name.lower() for c in current}
     added = [c for c in current if c.name.lower() not in by_name]
     removed = [_as_published(c, spelling) for c in previous if c.name.lower() not in current_names]
-    retyped = retyped_columns(previous, current)
+    retyped = retyped_columns(previous, current, key_columns=key_columns)
     published = [_as_published(c, spelling) for c in current]
     respelled = [(c.published_name, c.name) for c in published if c.published_name != c.name]
     if not (added or removed or retyped or respelled):
@@ -251,7 +266,8 @@ def plan_schema(
     if retyped:
         raise SchemaChangeError(
             f"Model '{model}': {_describe(retyped)}. The mirror stops replicating a table whose "
-            "column type changes, so this is not published in place (not even with "
+            "column type changes, and matches a struct or array key by its JSON text, which the "
+            "type decides; so this is not published in place (not even with "
             "on_schema_change='ignore'). Run with --full-refresh to rebuild the mirrored table, or "
             "set on_schema_change='sync_all_columns' to rebuild automatically."
         )

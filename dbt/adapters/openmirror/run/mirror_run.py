@@ -843,8 +843,8 @@ class MirrorRun:
         columns, unrecorded, only when there is none, so that downstream models can still be built)."""
         mirror, catalog, relations = self.mirror, self.context.catalog, self.relations
         columns = candidates.published_columns if candidates else catalog.columns(relations.new_output)
-        self._key_columns(columns)
-        plan_schema(mirror.model, previous_columns, columns, mirror.on_schema_change)
+        key_columns = self._key_columns(columns)
+        plan_schema(mirror.model, previous_columns, columns, mirror.on_schema_change, key_columns=key_columns)
         if existing is None:
             if candidates is not None:
                 self._complete_output(None, candidates, None)
