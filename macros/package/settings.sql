@@ -100,6 +100,12 @@
         ~ " only quoted, and dbt-spark does not quote it. Spell the schema and alias with letters a-z, digits and "
         ~ "underscores; mirror_schema and mirror_table name the landing-zone folders with other characters.") -%}
   {%- endif -%}
+  {%- set longest = om.openmirror_constants().names.max_identifier_length -%}
+  {%- if this.identifier | length > longest -%}
+    {%- do om.openmirror_fail("the alias " ~ this.identifier ~ " has " ~ this.identifier | length ~ " characters, and the "
+        ~ "tables a run builds beside it add up to " ~ (255 - longest) ~ " more, past the 255 a table's folder name can "
+        ~ "have. Use an alias of at most " ~ longest ~ " characters; mirror_table names the landing-zone folder.") -%}
+  {%- endif -%}
   {#- config.py's _config_names: dbt keeps any config key, so a misspelt one would be ignored. -#}
   {%- for name in model.unrendered_config | sort(case_sensitive=true) -%}
     {%- set meant = om.openmirror_near_miss(name, om.openmirror_constants().names.configs) -%}

@@ -39,6 +39,7 @@ BAD_MODELS = {
     "float_struct_key.sql": "{{ config(materialized='open_mirror', unique_key='k') }}\n"
     "select named_struct('id', id, 'x', cast(id as double)) as k, name from {{ target.schema }}.src",
     "accented_alias.sql": _model("unique_key='id', alias='café'"),
+    "long_alias.sql": _model(f"unique_key='id', alias='{'a' * 233}', mirror_table='LongAlias'"),
     # DESCRIBE cuts a struct's type after 25 fields; what hides behind the cut is checked too.
     "wide_struct_map.sql": "{{ config(materialized='open_mirror', unique_key='id') }}\n"
     "select id, named_struct(" + "".join(f"'f{i}', id, " for i in range(26)) + "'when', map(current_date(), id)) as s "
@@ -97,6 +98,7 @@ class TestBadInput:
             ("located", ["'located'", "location_root='/tmp/openmirror-located'", "Leave it unset"]),
             ("float_struct_key", ["'float_struct_key'", "'k'", "struct<id:int,x:double>", "-0.0 and 0.0", "decimal"]),
             ("accented_alias", ["'accented_alias'", ".café only quoted", "letters a-z"]),
+            ("long_alias", ["'long_alias'", "has 233 characters", "at most 232 characters"]),
             ("wide_struct_map", ["'wide_struct_map'", "'s'", "f25:int,when:map<date,int>>", "transform_keys"]),
             ("wide_float_struct_key", ["'wide_float_struct_key'", "'k'", "f25:int,x:double>", "decimal"]),
             ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),

@@ -225,6 +225,7 @@ FOLDER_RULES_REFUSE = [("_staging", "orders"), ("sales", "_orders"), ("sales", "
         ("sales", "order_Lines"),
         *UNQUOTED_SPARK_CANNOT_READ,
         *FOLDER_RULES_REFUSE,
+        ("sales", "o" * 233),
     ],
 )
 def test_relation_names_agree(schema, identifier):
@@ -237,6 +238,8 @@ def test_relation_names_agree(schema, identifier):
     _, jinja_error = _jinja(package.openmirror_package_settings)
     assert jinja_error == python_error
     assert (python_error is None) == ((schema, identifier) in PLAIN_NAMES)
+    if len(identifier) > 232:  # past the folder rules' 128 too, but the alias' own limit comes first
+        assert f"has {len(identifier)} characters" in python_error and "at most 232 characters" in python_error
     if (schema, identifier) in FOLDER_RULES_REFUSE:  # named as what the user set: the schema or the alias
         named = f"the schema '{schema}' (mirror_schema's default)" if schema.startswith("_") else "the alias"
         assert named in python_error and "to name the folder" in python_error

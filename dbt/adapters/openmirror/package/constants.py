@@ -76,7 +76,7 @@ from dbt.adapters.openmirror.run.config import (
     VAR_PREFIX,
     VARS,
 )
-from dbt.adapters.openmirror.run.relations import BACKUP, OWN_PREFIX
+from dbt.adapters.openmirror.run.relations import BACKUP, MAX_IDENTIFIER_LENGTH, OWN_PREFIX
 from dbt.adapters.openmirror.spark.metastore_limits import PART_KEY, PARTS_MARKER
 from dbt.adapters.openmirror.spark.parquet_writes import PARQUET_WRITE_SETTINGS
 
@@ -129,6 +129,7 @@ def constants() -> dict[str, Any]:
             "long_name": LONG_NAME,
             "own_relations": {"prefix": OWN_PREFIX, "backup": BACKUP},
             "plain_relation_name": PLAIN_RELATION_NAME.pattern,
+            "max_identifier_length": MAX_IDENTIFIER_LENGTH,
         },
         "hidden_values": HIDDEN,
         "text_types": list(TEXT_TYPES),

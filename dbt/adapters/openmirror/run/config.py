@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from dbt.adapters.openmirror.errors import MirrorConfigError
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folder_path
+from dbt.adapters.openmirror.run.relations import MAX_IDENTIFIER_LENGTH
 
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
@@ -254,6 +255,12 @@ def _relation_name(model: str, schema: str, identifier: str) -> None:
             f"Model '{model}': Spark's SQL reads the relation name {schema}.{identifier} only quoted, and "
             "dbt-spark does not quote it. Spell the schema and alias with letters a-z, digits and underscores; "
             "mirror_schema and mirror_table name the landing-zone folders with other characters."
+        )
+    if len(identifier) > MAX_IDENTIFIER_LENGTH:
+        raise MirrorConfigError(
+            f"Model '{model}': the alias {identifier} has {len(identifier)} characters, and the tables a run builds "
+            f"beside it add up to {255 - MAX_IDENTIFIER_LENGTH} more, past the 255 a table's folder name can have. "
+            f"Use an alias of at most {MAX_IDENTIFIER_LENGTH} characters; mirror_table names the landing-zone folder."
         )
 
 

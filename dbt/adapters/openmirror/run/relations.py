@@ -12,6 +12,22 @@ OWN_PREFIX = "__om_"
 BACKUP = "__dbt_backup"
 #: The key hashes beside a snapshot (planning/hash_diff.py).
 HASHES = f"{OWN_PREFIX}hashes"
+#: A run that publishes nothing builds its work tables under names of its own.
+CHECK_PREFIX = f"{OWN_PREFIX}check_"
+WORK_TABLES = ("new", "new_hashes", "changes", "model_output")
+SNAPSHOT_SIDE_TABLES = ("base", "audit_base", "audit_base_hashes")
+#: Every suffix a run gives a table beside `{{ this }}`.
+OWN_SUFFIXES = (
+    *(f"{prefix}{name}" for prefix in (OWN_PREFIX, CHECK_PREFIX) for name in WORK_TABLES),
+    *(f"{OWN_PREFIX}{name}" for name in SNAPSHOT_SIDE_TABLES),
+    *(f"{OWN_PREFIX}overlay_{slot}" for slot in OVERLAY_SLOTS),
+    HASHES,
+    BACKUP,
+)
+#: A managed table's folder is named as the table, and a folder name takes 255 bytes: the
+#: relation's own name leaves room for the longest suffix (Spark's rename to a longer name fails
+#: without an error, and the run then finds the old folder in its way).
+MAX_IDENTIFIER_LENGTH = 255 - max(map(len, OWN_SUFFIXES))
 
 
 def beside(relation: Any, suffix: str) -> Any:
@@ -93,17 +109,19 @@ class RunRelations:
     @classmethod
     def of(cls, this: Any, publishes: bool) -> "RunRelations":
         target = this.incorporate(type="table")
-        work = OWN_PREFIX if publishes else f"{OWN_PREFIX}check_"
+        work = OWN_PREFIX if publishes else CHECK_PREFIX
+        new_output, new_hashes, changes, model_output = (beside(target, f"{work}{name}") for name in WORK_TABLES)
+        base, audit_base, audit_base_hashes = (beside(target, f"{OWN_PREFIX}{name}") for name in SNAPSHOT_SIDE_TABLES)
         return cls(
             target=target,
-            new_output=beside(target, f"{work}new"),
+            new_output=new_output,
             backup=beside(target, BACKUP),
-            new_hashes=beside(target, f"{work}new_hashes"),
+            new_hashes=new_hashes,
             previous_hashes=beside(target, HASHES),
-            changes=beside(target, f"{work}changes"),
-            model_output=beside(target, f"{work}model_output"),
-            base=beside(target, f"{OWN_PREFIX}base"),
-            audit_base=beside(target, f"{OWN_PREFIX}audit_base"),
-            audit_base_hashes=beside(target, f"{OWN_PREFIX}audit_base_hashes"),
+            changes=changes,
+            model_output=model_output,
+            base=base,
+            audit_base=audit_base,
+            audit_base_hashes=audit_base_hashes,
             publishes=publishes,
         )
