@@ -9,9 +9,16 @@
 -#}
 {%- macro openmirror_publish_audited(results) -%}
   {%- if adapter.type() == 'openmirror' -%}
-    {%- for line in adapter.openmirror_finish_audits(results, graph) -%}
+    {%- set finished = adapter.openmirror_finish_audits(results, graph) -%}
+    {%- for line in finished.lines -%}
       {%- do log(line, info=True) -%}
     {%- endfor -%}
+    {#- The hook's statement fails with what failed, so dbt counts and records the hook's error
+        (a query would not run: dbt-spark's session cursor runs queries only when fetched; a
+        declaration evaluates its default at once, on the driver). -#}
+    {%- if finished.failures -%}
+      declare or replace variable openmirror_hook_failed string default raise_error({{ (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_string(finished.failures | join('; ')) }})
+    {%- endif -%}
   {%- else -%}
     {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
     {%- do om.openmirror_package_finish_audits(results) -%}

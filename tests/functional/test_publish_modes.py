@@ -26,6 +26,7 @@ from tests.support.mirror import (
     tree_digest,
 )
 from tests.support.mirror_oracle import replay
+from tests.support.unwritable import unwritable
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', publish=var('publish', 'on_run')) }}
@@ -223,6 +224,21 @@ class TestWriteAuditPublish:
         results = run_dbt(["build", "--select", "orders", "--exclude", "not_null_orders_amount"])
         result = next(r for r in results if r.node.name == "orders")
         assert result.status == "warn" and replay(folder) == before
+
+    def test_a_publish_that_fails_in_the_hook_is_the_hooks_error(self, project, warehouse, landing_zone):
+        """Raised while dbt renders the hook, a failure was reported as a keyboard interrupt with
+        ERROR=0 and no hook result; the hook's statement now fails with it."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "orders")
+        set_source(warehouse, schema, "select * from values (1, 10), (5, 50) as t(id, amount)", name="src_orders")
+        with unwritable(folder):
+            results, output = run_dbt_and_capture(["build", "--select", "orders"], expect_pass=False)
+        assert "keyboard interrupt" not in output
+        [hook] = [r for r in results if r.node.resource_type == "operation"]
+        assert hook.status == "error" and "Model 'orders'" in hook.message and "write access" in hook.message
+        # The journal holds the change: the next build finishes its publish.
+        run_dbt(["build", "--select", "orders"])
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src_orders")
 
 
 DUPLICATED_AFTER_ORDERS = """

@@ -189,7 +189,7 @@ def test_a_change_whose_tests_failed_is_discarded_and_the_snapshot_goes_back(tmp
     project.run([*FIRST, {"id": 4, "name": "d"}])
     test = "test.shop.unique_customers_id"
     nodes = {test: {"resource_type": "test", "depends_on": {"nodes": ["model.shop.customers"]}}}
-    [line] = project.held.finish([{"node": {"unique_id": test}, "status": "fail"}], {"nodes": nodes})
+    [line] = project.held.finish([{"node": {"unique_id": test}, "status": "fail"}], {"nodes": nodes}).lines
     assert "not published" in line and project.files() == ["00000000000000000001.parquet"]
     assert project.warehouse.table(THIS).rows == published and SNAPSHOT_HELD not in project.snapshot()
 
@@ -200,7 +200,7 @@ def test_a_change_held_for_its_tests_is_published_at_the_invocations_end(tmp_pat
     assert response._message.startswith("held: ") and project.files() == []
     assert response.mode == "held: initial" and response.files == ["00000000000000000001.parquet"]
     assert project.snapshot()[SNAPSHOT_HELD] == "true"
-    lines = project.held.finish([], {"nodes": {}})
+    lines = project.held.finish([], {"nodes": {}}).lines
     assert lines == [
         "Model 'customers': published analytics.schema/customers (1 files, run run-1): the model has no tests"
     ]

@@ -35,7 +35,7 @@ from dbt.adapters.openmirror.run.config import (
     var_flag,
 )
 from dbt.adapters.openmirror.run.context import RunContext
-from dbt.adapters.openmirror.run.held_changes import HeldChanges
+from dbt.adapters.openmirror.run.held_changes import FinishedAudits, HeldChanges
 from dbt.adapters.openmirror.run.mirror_run import MirrorRun
 from dbt.adapters.openmirror.run.model_warnings import warn
 from dbt.adapters.openmirror.run.overlay import usable_snapshot
@@ -245,9 +245,11 @@ class OpenMirrorAdapter(SparkAdapter):
         return run.publish(existing)
 
     @available
-    def openmirror_finish_audits(self, results: Sequence[Any], graph: Mapping[str, Any]) -> list[str]:
+    def openmirror_finish_audits(self, results: Sequence[Any], graph: Mapping[str, Any]) -> FinishedAudits:
         """The on-run-end hook: publish each held change whose tests passed, discard the others.
         dbt runs it after cancelling the models only when it goes on (--fail-fast; after Ctrl-C
-        it runs no hook), so the statements it needs may run again."""
+        it runs no hook), so the statements it needs may run again. Failures are returned, not
+        raised: raised while dbt renders the hook, dbt reports them as a keyboard interrupt and
+        counts no error; the hook's statement fails with them instead."""
         cast(OpenMirrorConnectionManager, self.connections).interrupted.clear()
         return self.held_changes.finish(results, graph)

@@ -36,6 +36,15 @@ class HeldChange:
     heartbeat: Heartbeat
 
 
+@dataclass(frozen=True)
+class FinishedAudits:
+    """What the on-run-end hook did: a line per held change, and the messages of those that
+    failed."""
+
+    lines: list[str]
+    failures: list[str]
+
+
 class HeldChanges:
     """The changes held in one invocation, published or discarded at its end."""
 
@@ -61,12 +70,11 @@ class HeldChanges:
         pending = change.pending
         return PublishedFiles(pending.names, pending.rows, pending.last_sequence_number)
 
-    def finish(self, results: Sequence[Any], graph: Mapping[str, Any]) -> list[str]:
+    def finish(self, results: Sequence[Any], graph: Mapping[str, Any]) -> FinishedAudits:
         """At the invocation's end: publish each held change whose tests passed, discard the
-        others (their snapshot goes back). One table's failure does not stop the others; the
-        first is raised at the end."""
+        others (their snapshot goes back). One table's failure does not stop the others."""
         lines: list[str] = []
-        failures: list[Exception] = []
+        failures: list[str] = []
         with self._lock:
             held, self._held = self._held, []
         for change in held:
@@ -81,17 +89,15 @@ class HeldChanges:
                     lines.append(f"Model '{change.mirror.model}': not published, {where} discarded: {decided.reason}")
                     self.context.warn(lines[-1])
             except Exception as exc:
-                failures.append(exc)
-                self.context.error(f"Model '{change.mirror.model}': {where}: {getattr(exc, 'msg', exc)}")
+                failures.append(f"Model '{change.mirror.model}': {where}: {getattr(exc, 'msg', exc)}")
+                self.context.error(failures[-1])
             finally:
                 change.heartbeat.stop()
                 try:
                     self.context.leases.release(change.lease)
                 except Exception as exc:  # it expires on its own
                     self.context.warning(f"could not release the lease on {change.lease.table_folder}: {exc}")
-        if failures:
-            raise failures[0]
-        return lines
+        return FinishedAudits(lines, failures)
 
     def _publish(self, change: HeldChange) -> None:
         """The publish sequence with `{{ this }}` already the output: a failure before the
