@@ -274,7 +274,8 @@ class TestSchemaChanges:
 STRUCT_KEYED = """
 {{ config(materialized='open_mirror', unique_key='sk', on_schema_change=var('on_change', 'append_new_columns'),
           pre_hook="set spark.sql.jsonGenerator.ignoreNullFields=" ~ var('ignore_nulls', 'true')) }}
-select named_struct('{{ var("field", "P") }}', cast(id as {{ var("id_type", "int") }}), 'q', cast(null as string)) as sk, v
+select named_struct('{{ var("field", "P") }}', cast(id as {{ var("id_type", "int") }}),
+                    'q', cast(null as string)) as sk, v
 from {{ target.schema }}.src
 """
 
