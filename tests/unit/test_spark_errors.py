@@ -101,6 +101,16 @@ def test_long_messages_are_cut_with_a_marker():
     assert cause.splitlines() == ["BigException: first", *(f"line {i}" for i in range(5)), "..."]
 
 
+def test_a_message_raise_error_wrote_is_kept_whole():
+    """`raise_error` carries a message written to be read (the audit hook's failures, a model's
+    own checks): its lines are not clipped, where another error's long line is."""
+    said = "Model 'orders': " + "x" * 600 + " Give the user running dbt-openmirror write access."
+    text = f"org.apache.spark.SparkRuntimeException: [USER_RAISED_EXCEPTION] {said} SQLSTATE: P0001\n\tat x.y(Z.java:1)"
+    assert said in short_cause("Py4JJavaError", text)
+    clipped = short_cause("Py4JJavaError", text.replace("USER_RAISED_EXCEPTION", "OTHER"))
+    assert said not in clipped and clipped.endswith("...")
+
+
 def test_error_text_takes_the_message_dbt_spark_wrapped():
     class AnalysisException(Exception):
         pass

@@ -117,9 +117,15 @@ def _unwrap(kind: str | None, message: str) -> tuple[str | None, str]:
     return kind, "\n".join(filter(None, [first, rest]))
 
 
+#: The error class of `raise_error`, whose message was written to be read whole (the audit hook's
+#: failures, a model's own checks).
+_AUTHORED = "[USER_RAISED_EXCEPTION]"
+
+
 def _describe(kind: str | None, message: str) -> str:
     lines = message.splitlines()
-    shown = [_clip(line) for line in lines[:MAX_MESSAGE_LINES]]
+    authored = bool(lines) and _AUTHORED in lines[0]
+    shown = [line if authored else _clip(line) for line in lines[:MAX_MESSAGE_LINES]]
     if len(lines) > MAX_MESSAGE_LINES:
         shown.append("...")
     name = (kind or "").rsplit(".", 1)[-1]
