@@ -8,6 +8,7 @@
   manifest (macros/package/audit.sql).
 -#}
 {%- macro openmirror_publish_audited(results) -%}
+  {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- if adapter.type() == 'openmirror' -%}
     {%- set finished = adapter.openmirror_finish_audits(results, graph) -%}
     {%- for line in finished.lines -%}
@@ -17,10 +18,9 @@
         (a query would not run: dbt-spark's session cursor runs queries only when fetched; a
         declaration evaluates its default at once, on the driver). -#}
     {%- if finished.failures -%}
-      declare or replace variable openmirror_hook_failed string default raise_error({{ (dbt_openmirror if dbt_openmirror is defined else dbt).openmirror_string(finished.failures | join('; ')) }})
+      declare or replace variable openmirror_hook_failed string default raise_error({{ om.openmirror_string(finished.failures | join('; ')) }})
     {%- endif -%}
   {%- else -%}
-    {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
     {%- do om.openmirror_package_finish_audits(results) -%}
   {%- endif -%}
 {%- endmacro -%}

@@ -33,8 +33,8 @@
     {%- set listed.ended = listed.ended or not row[1] -%}
     {%- if not listed.ended -%}{%- do columns.append({'column': row[0], 'dtype': row[1]}) -%}{%- endif -%}
   {%- endfor -%}
-  {%- set shortened = [] -%}
-  {%- for column in columns if modules.re.search(om.openmirror_constants().shortened_type, column.dtype) -%}
+  {%- set shortened, shortened_type = [], om.openmirror_constants().shortened_type -%}
+  {%- for column in columns if modules.re.search(shortened_type, column.dtype) -%}
     {%- do shortened.append(column.column) -%}
   {%- endfor -%}
   {%- if shortened -%}
@@ -204,18 +204,20 @@
 {%- macro openmirror_schema_plan(previous, current, on_schema_change, published_names, key_columns=[]) -%}
   {%- set om = dbt_openmirror if dbt_openmirror is defined else dbt -%}
   {%- set spelling = om.openmirror_published_spelling(published_names, previous) -%}
+  {%- set key_names = key_columns | map('lower') | list -%}
   {%- set previous_types = {} -%}
-  {%- for column in previous -%}{%- do previous_types.update({column.name | lower: om.openmirror_compared_type(column, key_columns)}) -%}{%- endfor -%}
+  {%- for column in previous -%}{%- do previous_types.update({column.name | lower: om.openmirror_compared_type(column, key_names)}) -%}{%- endfor -%}
   {%- set current_names = current | map(attribute='name') | map('lower') | list -%}
   {%- set added, kept, retyped, published, respelled = [], [], [], [], [] -%}
   {%- for column in current -%}
     {%- set spec = om.openmirror_as_published(column, spelling) -%}
     {%- do published.append(spec) -%}
     {%- if spec.published_name != spec.name -%}{%- do respelled.append([spec.published_name, spec.name]) -%}{%- endif -%}
+    {%- set kind = om.openmirror_compared_type(column, key_names) -%}
     {%- if column.name | lower not in previous_types -%}
       {%- do added.append(column) -%}
-    {%- elif previous_types[column.name | lower] != om.openmirror_compared_type(column, key_columns) -%}
-      {%- do retyped.append("column '" ~ column.name ~ "' " ~ previous_types[column.name | lower] ~ " -> " ~ om.openmirror_compared_type(column, key_columns)) -%}
+    {%- elif previous_types[column.name | lower] != kind -%}
+      {%- do retyped.append("column '" ~ column.name ~ "' " ~ previous_types[column.name | lower] ~ " -> " ~ kind) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for column in previous if column.name | lower not in current_names -%}
@@ -247,10 +249,9 @@
   {{ return({'columns': published, 'kept': kept, 'added': added, 'respelled': respelled, 'rebuild_reason': none}) }}
 {%- endmacro -%}
 
-{#- schema_plan.compared_type: what a change of the column's type is judged by. -#}
-{%- macro openmirror_compared_type(column, key_columns) -%}
-  {{ return(column.data_type | trim if column.is_complex and column.name | lower in key_columns | map('lower') | list
-      else column.published_type) }}
+{#- schema_plan.compared_type: what a change of the column's type is judged by (`key_names` in lower case). -#}
+{%- macro openmirror_compared_type(column, key_names) -%}
+  {{ return(column.data_type | trim if column.is_complex and column.name | lower in key_names else column.published_type) }}
 {%- endmacro -%}
 
 {#- The names the snapshot records its columns were published under (a list of names), or none:

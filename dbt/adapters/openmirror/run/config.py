@@ -181,10 +181,9 @@ def _delete_flag(model: str, value: Any, unique_key: list[str]) -> str | None:
     return value
 
 
-#: Table formats that do not keep Spark's types: a snapshot in one would change the values the
-#: next diff compares and the change files carry (JSON keeps timestamps in milliseconds).
 #: File formats that cannot hold a snapshot, and why: `{{ this }}` is the record of what was
-#: published. Hudi adds its own columns to every table, which dbt-spark's column list hides.
+#: published. One that does not keep Spark's types would change the values the next diff compares
+#: and the change files carry; Hudi adds its own columns to every table.
 UNFIT_FILE_FORMATS = {
     **dict.fromkeys(
         ("json", "csv", "text"),

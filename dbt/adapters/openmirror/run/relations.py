@@ -16,11 +16,12 @@ HASHES = f"{OWN_PREFIX}hashes"
 CHECK_PREFIX = f"{OWN_PREFIX}check_"
 WORK_TABLES = ("new", "new_hashes", "changes", "model_output")
 SNAPSHOT_SIDE_TABLES = ("base", "audit_base", "audit_base_hashes")
+OVERLAY = f"{OWN_PREFIX}overlay_"
 #: Every suffix a run gives a table beside `{{ this }}`.
 OWN_SUFFIXES = (
     *(f"{prefix}{name}" for prefix in (OWN_PREFIX, CHECK_PREFIX) for name in WORK_TABLES),
     *(f"{OWN_PREFIX}{name}" for name in SNAPSHOT_SIDE_TABLES),
-    *(f"{OWN_PREFIX}overlay_{slot}" for slot in OVERLAY_SLOTS),
+    *(f"{OVERLAY}{slot}" for slot in OVERLAY_SLOTS),
     HASHES,
     BACKUP,
 )
@@ -61,7 +62,7 @@ class RunRelations:
 
     def overlay(self, slot: str) -> Any:
         """One of the two overlay tables of an overlaid snapshot (planning/overlay.py)."""
-        return beside(self.target, f"{OWN_PREFIX}overlay_{slot}")
+        return beside(self.target, f"{OVERLAY}{slot}")
 
     def layers(self) -> list[Any]:
         """An overlaid snapshot's tables under its view: the base and both overlays."""
