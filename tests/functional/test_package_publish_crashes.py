@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from dbt.adapters.openmirror.package.publish import read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
 from tests.functional.test_package_mode import _stage
 from tests.support.faults import FaultInjectingStorage, FaultInjector, InjectedFault
@@ -55,7 +56,10 @@ class TestPublishCrashes(InPackageMode):
             copy_landing_zone(pristine, landing_zone)
             with pytest.raises(InjectedFault):
                 publish(landing_zone, FaultInjectingStorage(LocalStorage(landing_zone), FaultInjector(point)))
-            publish(landing_zone)
+            waiting = [run.run_id for run in read_manifest(LocalStorage(landing_zone)) if run.state != "published"]
+            # The publish that finishes the work reports every run it leaves published, also one it
+            # finished for the stopped publish.
+            assert [run.run_id for run in publish(landing_zone)] == waiting, point
             self._assert_published_once(project, landing_zone, expected)
         print(f"publish failed at each of {len(operations)} operations in turn, 0 divergences")
 

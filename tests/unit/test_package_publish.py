@@ -213,6 +213,7 @@ def test_publish_command(tmp_path, capsys):
     assert main(["publish", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"{FOLDER}: published run run-a of 'orders' (full load, 2 rows) as 00000000000000000001.parquet" in out
+    assert out.endswith("published 1 staged run\n")
     stage_run(tmp_path, "run-c", 2, SECOND, base_run_id="run-b")
     assert main(["publish", str(tmp_path)]) == 2
     assert "dbt run --full-refresh -s orders" in capsys.readouterr().err

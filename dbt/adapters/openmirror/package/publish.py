@@ -414,11 +414,9 @@ class PackagePublisher:
                 if index < last_full and not self._published_last(run):
                     self._supersede(run, waiting[last_full], fence)
                     continue
-                names = self._publish_run(run, fence)
+                published.append(PublishedRun(run, self._publish_run(run, fence)))
                 record_final(self.storage, run, PUBLISHED)
-                if names is not None:
-                    published.append(PublishedRun(run, names))
-                    self.log(published[-1].describe())
+                self.log(published[-1].describe())
             sweep_uploads(self.storage, runs)
             return published
         except (OpenMirrorError, OSError):
@@ -476,14 +474,15 @@ class PackagePublisher:
                 f"was published; find out who writes into this folder, or {take_over}"
             )
 
-    def _publish_run(self, run: StagedRun, fence: Fence) -> list[str] | None:
-        """The run's files into the next numbers; None when an earlier attempt published it."""
+    def _publish_run(self, run: StagedRun, fence: Fence) -> list[str]:
+        """The run's files into the next numbers; the names it has when an earlier attempt, or
+        the recovery of a stopped one, published it."""
         fence.check()  # what this publisher read of the manifest may be stale otherwise
         folder = run.table_folder
         record: PublishRecord | None = self.publisher.read_record(folder)
         if record is not None and record.run_id == run.run_id:
             self.publisher.discard(run.staged_folder)  # the commit may have stopped before this
-            return None
+            return record.files
         state = self.publisher.table_state(folder)
         if not state.exists:
             self.publisher.check_new_folder_name(folder, run.model)

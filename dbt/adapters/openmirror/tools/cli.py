@@ -66,7 +66,7 @@ def _publish(args: argparse.Namespace) -> int:
     )
     if not args.watch:
         published = publisher.publish()
-        print(f"published {len(published)} staged runs", flush=True)
+        print(f"published {len(published)} staged run{'' if len(published) == 1 else 's'}", flush=True)
         return 0
     if not storage.exists(""):
         print(f"the landing zone {storage.location} does not exist yet; watching it", flush=True)
