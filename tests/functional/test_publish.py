@@ -291,7 +291,8 @@ class TestSnapshotAndFolderDisagree:
     def test_files_no_journal_accounts_for_are_never_deleted(self, project, warehouse, landing_zone):
         """Without our journal, files the snapshot does not account for may be anyone's: the run
         that would rebuild over them (and so delete them) stops instead, the landing zone as it
-        was; `--full-refresh` takes the folder over. Without the journal alone, it goes on."""
+        was; `--full-refresh` takes the folder over. So does a run that would publish its changes after
+        them, even where the folder ends where the snapshot does."""
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")
         journal = folder / "_dbt_openmirror.json"
@@ -317,9 +318,18 @@ class TestSnapshotAndFolderDisagree:
             == "rebuild"
         )
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
-        # The journal deleted with nothing else changed: the folder ends where the snapshot does.
+        # The journal deleted with nothing else changed: the folder ends where the snapshot does, but
+        # so would a folder copied from another table; only a --full-refresh takes it over.
         journal.unlink()
-        assert _publish(project, warehouse, f"select * from values (1, 'b', 16) {COLUMNS}")["mode"] == "incremental"
+        left = tree_digest(landing_zone)
+        set_source(warehouse, schema, f"select * from values (1, 'b', 16) {COLUMNS}")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert "and no journal of dbt-openmirror" in result.message and "--full-refresh" in result.message
+        assert tree_digest(landing_zone) == left
+        assert (
+            _publish(project, warehouse, f"select * from values (1, 'b', 16) {COLUMNS}", ["--full-refresh"])["mode"]
+            == "rebuild"
+        )
         assert journal.exists()
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 

@@ -531,7 +531,7 @@ def test_status_says_what_a_deleted_journal_stops(storage, capsys):
     assert main(["status", str(storage.root)]) == 0
     out = capsys.readouterr().out
     assert "holds files up to 00000000000000000001.parquet, and no journal of dbt-openmirror" in out
-    assert "a dbt run that would rebuild the table refuses it, as does `dbt-openmirror publish`" in out
+    assert "a dbt run refuses it, as does `dbt-openmirror publish`, unless it is a --full-refresh" in out
 
 
 def test_status_shows_the_landing_zone_when_the_mirrors_status_is_unreadable(tmp_path, capsys):

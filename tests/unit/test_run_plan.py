@@ -99,6 +99,17 @@ def test_changed_key_fails_unless_full_refresh():
         plan(keys=("v",), folder=TableFolderState(True, ["id"], 0, journaled=False), snapshot=None)
 
 
+@pytest.mark.parametrize("snapshot", [SnapshotRecord(FOLDER, 3), SnapshotRecord(FOLDER, 2), None])
+def test_a_folder_without_our_journal_is_taken_over_only_by_a_full_refresh(snapshot):
+    """Data files no journal accounts for may be anyone's (another publisher's table, a folder
+    copied from another table): publishing changes after them is as wrong as rebuilding over them,
+    also where their last number is the snapshot's. Package mode's publish refuses the same."""
+    folder = TableFolderState(True, ["id"], 3, journaled=False)
+    with pytest.raises(PublishError, match=r"holds files up to 00000000000000000003.parquet, and no journal"):
+        plan(folder=folder, snapshot=snapshot)
+    assert plan(folder=folder, snapshot=snapshot, full_refresh=True).mode == REBUILD
+
+
 def test_schema_rebuild_under_sync_all_columns():
     result = plan(current=[ColumnSpec("id", "int")], on_schema_change="sync_all_columns")
     assert result.mode == REBUILD and "sync_all_columns" in result.reason

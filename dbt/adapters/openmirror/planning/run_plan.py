@@ -215,12 +215,20 @@ def _folder_plan(
     if folder.folder_conflict:
         raise PublishError(f"Model '{model}': {folder.folder_conflict}")
     mode, reason = _mode_from_folder(destination, folder, snapshot)
+    # Files no journal accounts for may be anyone's, also where they end at the snapshot's number (a
+    # folder copied from another table). Checked before the key: another publisher's key is not a
+    # key change.
     unjournaled = folder.unjournaled_files()
-    if mode == REBUILD and unjournaled:  # before the key: another publisher's key is not a key change
+    if unjournaled:
+        would = (
+            f"rebuild the table ({reason}), deleting them"
+            if mode == REBUILD
+            else "publish its changes after them, as if they held what the model published"
+        )
         raise PublishError(
             f"Model '{model}': {destination.landing_zone}/{table_folder} {unjournaled}. The run would "
-            f"rebuild the table ({reason}), deleting them. Nothing was published. Find out who writes "
-            "into this folder; run with --full-refresh to take it over."
+            f"{would}. Nothing was published. Find out who writes into this folder; run with "
+            "--full-refresh to take it over."
         )
     check_key_columns(model, folder, key_columns)
     return mode, reason

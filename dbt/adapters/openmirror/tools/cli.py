@@ -197,8 +197,8 @@ def _publisher_notes(leases: LeaseManager, folder: str, state: TableFolderState)
     unjournaled = state.unjournaled_files()
     if unjournaled:
         notes.append(
-            f"the folder {unjournaled}: a dbt run that would rebuild the table refuses it, as does "
-            "`dbt-openmirror publish` of any run but a --full-refresh"
+            f"the folder {unjournaled}: a dbt run refuses it, as does `dbt-openmirror publish`, "
+            "unless it is a --full-refresh"
         )
     if state.pending is not None:
         notes.append(
