@@ -3,6 +3,7 @@ landing zones), its owner (two models on one folder), its columns' spelling (nam
 case-insensitive in the mirror) and its key's published type (complex keys)."""
 
 import shutil
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -88,6 +89,29 @@ class TestAModelGivenAnotherAlias:
             assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         again = run_dbt(["run", "--vars", "{alias: clients}"])[0].adapter_response
         assert again["warnings"] == []
+
+
+class TestAModelFileRenamed:
+    """Renaming the model's file renames the model and its relation, as an alias change does: the
+    journal of the old folder names the old model, which the project no longer has."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_its_first_publish_names_the_folder_left_behind(self, project, warehouse, landing_zone):
+        schema = project.test_schema
+        set_source(warehouse, schema, "select * from values (1, 'a') as t(id, name)")
+        run_dbt(["run"])
+        models = Path(project.project_root) / "models"
+        (models / "customers.sql").rename(models / "clients.sql")
+        [renamed] = run_dbt(["run"])
+        assert renamed.adapter_response["mode"] == "initial"
+        [warning] = renamed.adapter_response["warnings"]
+        assert f"{schema}.schema/customers was published by model 'customers', which the project no longer" in warning
+        assert "left as last published" in warning
+        for name in ("customers", "clients"):
+            assert_mirror_equals(warehouse, table_folder(landing_zone, schema, name), f"select * from {schema}.src")
 
 
 class TestTwoModelsOneTableFolder:

@@ -193,7 +193,7 @@ def test_a_snapshot_whose_columns_are_not_the_published_ones_rebuilds():
 def test_a_folder_the_model_published_under_another_relation_of_its_schema_is_named():
     journals = {
         "s.schema/old_alias": PublishRecord(1, ["id"], "m", owner="analytics.old_alias"),  # its alias changed: named
-        "s.schema/other": PublishRecord(1, ["id"], "other_model", owner="analytics.other"),
+        "s.schema/other": PublishRecord(1, ["id"], "other_model", owner="analytics.other"),  # renamed: named
         "s.schema/dev": PublishRecord(1, ["id"], "m", owner="dev_schema.m"),  # another target's schema: not this one's
         "s.schema/m_again": PublishRecord(
             1, ["id"], "m", owner="analytics.m"
@@ -203,6 +203,14 @@ def test_a_folder_the_model_published_under_another_relation_of_its_schema_is_na
             1, ["id"], "m", owner="analytics.m_v2"
         ),  # another version of the model, built by the project
     }
-    [said] = left_behind(HERE, journals, {"analytics.m", "analytics.m_v2"})
-    assert said.startswith("s.schema/old_alias was published by this model as analytics.old_alias")
-    assert "left as last published" in said
+    old_alias, other = left_behind(HERE, journals, {"analytics.m", "analytics.m_v2"})
+    assert old_alias.startswith("s.schema/old_alias was published by this model as analytics.old_alias")
+    # A model whose file was renamed: its journal names the old model, which the project no longer has.
+    assert other.startswith(
+        "s.schema/other was published by model 'other_model', which the project no longer has "
+        "(renamed to this one?), as analytics.other"
+    )
+    assert all("left as last published" in said for said in (old_alias, other))
+    # Built by the project under another model: not left behind.
+    built = {"analytics.m", "analytics.m_v2", "analytics.other", "analytics.old_alias"}
+    assert left_behind(HERE, journals, built) == []

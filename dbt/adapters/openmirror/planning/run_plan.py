@@ -263,19 +263,25 @@ def left_behind(
     destination: Destination, journals: Mapping[str, PublishRecord], project_relations: Collection[str]
 ) -> list[str]:
     """What to say of the other table folders beside a new one (`journals`: folder -> its journal,
-    naming the model and the snapshot relation that published it) that this model published under
-    another relation of the same schema, which no model of the project builds now
-    (`project_relations`; versions of a model share its name): its alias changed, so no snapshot
-    of it led here, and the old folder stays a mirrored table that nothing updates."""
+    naming the model and the snapshot relation that published it) published from a relation of
+    the same schema that no model of the project builds now (`project_relations`; versions of a
+    model share its name): this model's alias changed, or its file was renamed (the journal names
+    the old model), so no snapshot of it led here, and the old folder stays a mirrored table that
+    nothing updates."""
     schema = destination.owner.rpartition(".")[0]
     said = []
     for folder, journal in sorted(journals.items()):
         owner = journal.owner
-        if journal.model != destination.model or owner is None or owner == destination.owner:
+        if owner is None or owner == destination.owner:
             continue
         if owner not in project_relations and owner.rpartition(".")[0] == schema:
+            by = (
+                "this model"
+                if journal.model == destination.model
+                else f"model '{journal.model}', which the project no longer has (renamed to this one?),"
+            )
             said.append(
-                f"{folder} was published by this model as {owner}, and is left as last published (its alias "
+                f"{folder} was published by {by} as {owner}, and is left as last published (its alias "
                 "or name changed; delete the folder to drop its mirrored table)"
             )
     return said
