@@ -242,6 +242,25 @@ class TestSnapshotAndFolderDisagree:
         )
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
+    def test_a_waiting_file_truncated_since_it_was_published_stops_the_run(self, project, warehouse, landing_zone):
+        """The mirror would stall on the empty file (or take another table's rows, had it been
+        overwritten): publishing after it would never be applied as the model's change."""
+        schema = project.test_schema
+        folder = table_folder(landing_zone, schema, "customers")
+        _publish(project, warehouse, f"select * from values (1, 'a', 12), (4, 'd', 4) {COLUMNS}")
+        last = data_files(folder)[-1]
+        last.write_bytes(b"")
+        left = tree_digest(folder)
+        set_source(warehouse, schema, f"select * from values (1, 'a', 13), (4, 'd', 4) {COLUMNS}")
+        [result] = run_dbt(["run"], expect_pass=False)
+        assert f"{last.name} is not the file dbt-openmirror published" in result.message
+        assert "customers" in result.message and tree_digest(folder) == left
+        assert (
+            _publish(project, warehouse, f"select * from values (1, 'a', 13) {COLUMNS}", ["--full-refresh"])["mode"]
+            == "rebuild"
+        )
+        assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
+
     def test_a_metadata_file_declaring_another_format_stops_the_run(self, project, warehouse, landing_zone):
         schema = project.test_schema
         folder = table_folder(landing_zone, schema, "customers")

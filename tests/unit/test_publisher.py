@@ -9,7 +9,7 @@ import pytest
 
 from dbt.adapters.openmirror.errors import LeaseHeldError, PublishError, TargetExistsError, WriteConflictError
 from dbt.adapters.openmirror.publishing.lease import LeaseManager, lease_folder
-from dbt.adapters.openmirror.publishing.publisher import Publisher, TableFolderState
+from dbt.adapters.openmirror.publishing.publisher import Publisher, PublishRecord, TableFolderState
 from dbt.adapters.openmirror.rules.landing_zone import STAGING_ROOT, scratch_path
 from dbt.adapters.openmirror.rules.markers import INSERT
 from dbt.adapters.openmirror.storage import LocalStorage
@@ -628,6 +628,38 @@ def test_a_file_missing_behind_one_the_mirror_has_not_processed_is_an_error(stor
     assert state.last_sequence_number == 3
     assert f"is missing file {deleted:020d}.parquet" in state.folder_conflict
     assert "--full-refresh" in state.folder_conflict
+
+
+@pytest.mark.parametrize("change", ["truncated", "replaced"])
+def test_a_published_file_changed_before_the_mirror_applied_it_is_an_error(storage, tmp_path, change):
+    """A file of the last publish still waiting in the folder, truncated or overwritten by
+    another table's file of the same number: the mirror would apply (or stall on) it, and the
+    next file would follow rows the model never produced."""
+    publish_one_file_each(storage, 2)
+    last = storage.root / TABLE / f"{2:020d}.parquet"
+    if change == "truncated":
+        last.write_bytes(b"")
+    else:
+        other = tmp_path / "other.parquet"
+        pq.write_table(pa.table({"id": [7, 8, 9], "__rowMarker__": pa.array([0, 0, 0], pa.int32())}), other)
+        last.write_bytes(other.read_bytes())
+    state = Publisher(storage).table_state(TABLE)
+    assert f"{TABLE}/{2:020d}.parquet is not the file dbt-openmirror published" in state.folder_conflict
+    assert "--full-refresh" in state.folder_conflict
+    # The mirror applied it (moved out of the folder): nothing more to say of it.
+    processed = storage.root / TABLE / "_ProcessedFiles"
+    processed.mkdir()
+    for applied in (storage.root / TABLE / f"{1:020d}.parquet", last):
+        applied.rename(processed / applied.name)
+    assert Publisher(storage).table_state(TABLE).folder_conflict is None
+
+
+def test_files_of_the_last_publish_keep_their_sizes_in_the_journal(storage):
+    publish_one_file_each(storage, 1)
+    record = Publisher(storage).read_record(TABLE)
+    name = f"{1:020d}.parquet"
+    assert record.file_sizes == {name: (storage.root / TABLE / name).stat().st_size}
+    assert PublishRecord.from_json(record.to_json()) == record
 
 
 class LaggingListings(LocalStorage):

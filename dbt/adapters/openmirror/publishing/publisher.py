@@ -157,6 +157,9 @@ class PublishRecord:
     #: was added carries it, so these are the columns the mirrored table has. None: not known
     #: (no file yet, or a journal of an earlier version).
     columns: list[str] | None = None
+    #: The size of each of `files` as published (those the service had not moved yet): one still
+    #: waiting with another size was replaced or truncated since.
+    file_sizes: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
         document: dict[str, Any] = {
@@ -170,6 +173,7 @@ class PublishRecord:
             "leaseGeneration": self.lease_generation,
             "waitForListing": self.wait_for_listing,
             "publishedColumns": self.columns,
+            "lastFileSizes": self.file_sizes,
         }
         if self.pending is not None:
             document["pending"] = self.pending
@@ -190,6 +194,7 @@ class PublishRecord:
             wait_for_listing=bool(data.get("waitForListing", False)),
             owner=data.get("owner"),
             columns=_names(data.get("publishedColumns")),
+            file_sizes=_sizes(data.get("lastFileSizes")),
         )
 
 
@@ -198,6 +203,13 @@ def _names(value: Any) -> list[str] | None:
     if isinstance(value, list) and all(isinstance(name, str) for name in value):
         return list(value)
     return None
+
+
+def _sizes(value: Any) -> dict[str, int]:
+    """A journal's file sizes by name; anything else is not known."""
+    if isinstance(value, dict) and all(isinstance(n, str) and type(v) is int for n, v in value.items()):
+        return dict(value)
+    return {}
 
 
 @dataclass(frozen=True)
@@ -440,6 +452,14 @@ class Publisher:
                 f"{recorded} were written by someone else (another publisher, or a copied or restored "
                 f"folder). Nothing was published. Find out who writes into this folder; {repair}"
             )
+        changed = self._changed_since_published(table_folder, record, waiting)
+        if changed is not None:
+            return (
+                f"{folder}/{changed} is not the file dbt-openmirror published (its size changed since): "
+                "someone replaced or truncated it before the mirror applied it, so the mirrored table "
+                "would take rows the model never produced, or stall on the file. Nothing was published. "
+                "Put the file back, or run with --full-refresh to rebuild the table from the model."
+            )
         gap = first_gap(waiting, names, recorded)
         if gap is not None:
             first_waiting, missing = gap
@@ -456,6 +476,17 @@ class Publisher:
                 "Nothing was published. Put the file back, or run with --full-refresh to rebuild the "
                 "table from the model."
             )
+        return None
+
+    def _changed_since_published(self, table_folder: str, record: PublishRecord, waiting: Sequence[str]) -> str | None:
+        """A file of the last publish still waiting in the folder whose size is not the one
+        published, if any (one the service moved away is applied: nothing more to check)."""
+        if not any(name in record.file_sizes for name in waiting):
+            return None
+        found = {f.name: f.size for f in self.storage.list_files(table_folder) if not f.is_folder}
+        for name, size in sorted(record.file_sizes.items()):
+            if name in found and found[name] != size:
+                return name
         return None
 
     def _found_unlisted(self, table_folder: str, name: str) -> bool:
@@ -657,6 +688,9 @@ class Publisher:
         self._expect_journaled(pending, journal[0], fence)
         previous = journal[0]
         waiting = pending.full_load if pending.files else bool(previous and previous.wait_for_listing)
+        published = set(pending.names)
+        listed = self.storage.list_files(pending.table_folder) if published else []
+        sizes = {f.name: f.size for f in listed if f.name in published}
         record = PublishRecord(
             pending.last_sequence_number,
             list(pending.key_columns),
@@ -667,6 +701,7 @@ class Publisher:
             wait_for_listing=waiting,
             owner=pending.owner or (previous.owner if previous else None),
             columns=pending.columns if pending.files else (previous.columns if previous else None),
+            file_sizes=sizes,
         )
         self._write_journal(pending, record, fence, journal)
         self.storage.delete_folder(pending.staged_folder)
