@@ -13,9 +13,9 @@ from dbt.tests.util import run_dbt
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import read_delta
-from tests.support.mirror import table_folder
+from tests.support.mirror import assert_mirror_equals, table_folder
 from tests.support.mirror_oracle import data_files
-from tests.support.package_mode import ROOT, InPackageMode, publish
+from tests.support.package_mode import ROOT, InPackageMode, manifest_states, publish
 
 MODEL = """
 {{ config(materialized='open_mirror', unique_key='id', on_schema_change='append_new_columns') }}
@@ -118,3 +118,50 @@ class TestPluginAndPackageAgree(InPackageMode):
             mirrored.append((_delta_schema(table), sorted(map(repr, read_delta(table)))))
         assert mirrored[0] == mirrored[1]
         assert len(mirrored[0][1]) == 3
+
+
+class TestPluginPublishAfterPackageStaging(InPackageMode):
+    """One project serving both modes on one landing zone and schema: a run the package staged and
+    nobody published before the plugin published the model is superseded by that publish, never
+    published over it (a full load put the older state back)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"customers.sql": MODEL}
+
+    def test_a_full_load_staged_before_a_plugin_publish_is_not_published(self, project, warehouse, landing_zone):
+        root = Path(project.project_root)
+        profile = yaml.safe_load((Path(project.profiles_dir) / "profiles.yml").read_text())
+        outputs = profile["test"]["outputs"]
+        outputs["plugin"] = {**outputs["default"], "type": "openmirror", "landing_zone": str(landing_zone)}
+        plugin_dir = root / "plugin_profile"
+        plugin_dir.mkdir()
+        (plugin_dir / "profiles.yml").write_text(yaml.safe_dump(profile))
+        package_args = ["--project-dir", str(root), "--profiles-dir", str(project.profiles_dir)]
+        plugin_args = ["--project-dir", str(root), "--profiles-dir", str(plugin_dir), "--target", "plugin"]
+        run_dbt(
+            [
+                "run",
+                "--vars",
+                _vars("(1, 'a', 1D, timestamp'2024-01-01 00:00:00'), (2, 'b', 2D, null)", BASE),
+                *package_args,
+            ]
+        )
+        publish(landing_zone)
+        run_dbt(
+            [
+                "run",
+                "--full-refresh",
+                "--vars",
+                _vars("(1, 'a', 1D, timestamp'2024-01-01 00:00:00'), (2, 'b2', 2D, null)", BASE),
+                *package_args,
+            ]
+        )
+        newest = "(1, 'a', 1D, timestamp'2024-01-01 00:00:00'), (2, 'b3', 2D, null), (3, 'c', 3D, null)"
+        [result] = run_dbt(["run", "--vars", _vars(newest, BASE), *plugin_args])
+        assert any("recorded superseded" in warning for warning in result.adapter_response["warnings"])
+        assert publish(landing_zone) == []
+        run_dbt(["parse", *package_args])  # the project's own adapter again, for its queries and teardown
+        folder = table_folder(landing_zone, project.test_schema, "customers")
+        assert_mirror_equals(warehouse, folder, f"select * from values {newest} as t({BASE})")
+        assert manifest_states(landing_zone) == ["published", "superseded"]

@@ -327,28 +327,25 @@ class TestSnapshotAndFolderDisagree:
         assert f"holds files up to {len(files) + 1:020d}.parquet" in result.message
         assert "_dbt_openmirror.json" in result.message and "customers" in result.message
         assert tree_digest(landing_zone) == left
+
+        def refused_until_a_full_refresh(rows, *said):
+            """The run fails saying `said`, the landing zone as it was; a --full-refresh rebuilds."""
+            left = tree_digest(landing_zone)
+            set_source(warehouse, schema, f"select * from values {rows} {COLUMNS}")
+            [result] = run_dbt(["run"], expect_pass=False)
+            assert all(text in result.message for text in said), result.message
+            assert tree_digest(landing_zone) == left
+            rebuilt = _publish(project, warehouse, f"select * from values {rows} {COLUMNS}", ["--full-refresh"])
+            assert rebuilt["mode"] == "rebuild"
+
         # So does a model whose snapshot is gone (another publisher's folder, as far as it knows).
         project.run_sql(f"drop table {schema}.customers")
-        [result] = run_dbt(["run"], expect_pass=False)
-        assert "_dbt_openmirror.json" in result.message and "no snapshot table" in result.message
-        assert tree_digest(landing_zone) == left
-        assert (
-            _publish(project, warehouse, f"select * from values (1, 'a', 16) {COLUMNS}", ["--full-refresh"])["mode"]
-            == "rebuild"
-        )
+        refused_until_a_full_refresh("(1, 'a', 16)", "_dbt_openmirror.json", "no snapshot table")
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
         # The journal deleted with nothing else changed: the folder ends where the snapshot does, but
         # so would a folder copied from another table; only a --full-refresh takes it over.
         journal.unlink()
-        left = tree_digest(landing_zone)
-        set_source(warehouse, schema, f"select * from values (1, 'b', 16) {COLUMNS}")
-        [result] = run_dbt(["run"], expect_pass=False)
-        assert "and no journal of dbt-openmirror" in result.message and "--full-refresh" in result.message
-        assert tree_digest(landing_zone) == left
-        assert (
-            _publish(project, warehouse, f"select * from values (1, 'b', 16) {COLUMNS}", ["--full-refresh"])["mode"]
-            == "rebuild"
-        )
+        refused_until_a_full_refresh("(1, 'b', 16)", "and no journal of dbt-openmirror", "--full-refresh")
         assert journal.exists()
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 

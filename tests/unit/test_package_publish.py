@@ -9,8 +9,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.openmirror.errors import PublishError
-from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, MANIFEST_SCHEMA, PackagePublisher, read_manifest
+from dbt.adapters.openmirror.package.publish import (
+    MANIFEST_FOLDER,
+    MANIFEST_SCHEMA,
+    PackagePublisher,
+    read_manifest,
+    supersede_staged_runs,
+)
 from dbt.adapters.openmirror.planning.run_plan import FULL_REFRESH
+from dbt.adapters.openmirror.publishing.lease import LeaseManager
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from tests.support.mirror import tree_digest
@@ -217,6 +224,39 @@ def test_publish_command(tmp_path, capsys):
     stage_run(tmp_path, "run-c", 2, SECOND, base_run_id="run-b")
     assert main(["publish", str(tmp_path)]) == 2
     assert "dbt run --full-refresh -s orders" in capsys.readouterr().err
+
+
+def test_a_plugin_publish_supersedes_the_runs_staged_for_its_table_before_it(tmp_path):
+    """The plugin's publish holds the whole table as the model outputs it now: a full load staged
+    before it would put an older state over it, a change staged before it would stop the table."""
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    _publish(tmp_path)
+    stage_run(tmp_path, "run-b", 2, SECOND, load="full", reason=FULL_REFRESH)
+    stage_run(tmp_path, "run-c", 3, SECOND, base_run_id="run-b")
+    stage_run(tmp_path, "run-d", 1, FIRST, load="full", table_folder="sales.schema/other")
+    said = supersede_staged_runs(LocalStorage(tmp_path), FOLDER, "run-p")
+    assert "runs run-b, run-c" in said and "run-p" in said
+    assert {r.run_id: r.state for r in read_manifest(LocalStorage(tmp_path))} == {
+        "run-a": "published",
+        "run-b": "superseded",
+        "run-c": "superseded",
+        "run-d": "staged",
+    }
+    assert not (tmp_path / "_scratchPad/dbt-openmirror/run-b").exists()
+    assert [p.run.run_id for p in _publish(tmp_path)] == ["run-d"]
+    assert replay(tmp_path / FOLDER) == [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+    # Nothing staged, or no manifest at all: nothing to say.
+    assert supersede_staged_runs(LocalStorage(tmp_path), FOLDER, "run-q") is None
+    assert supersede_staged_runs(LocalStorage(tmp_path / "elsewhere"), FOLDER, "run-q") is None
+
+
+def test_a_table_another_publisher_holds_names_the_option_that_waits_for_it(tmp_path):
+    stage_run(tmp_path, "run-a", 1, FIRST, load="full")
+    LeaseManager(LocalStorage(tmp_path)).acquire(FOLDER, "run-x", "orders", ttl_seconds=3600, wait_seconds=0)
+    with pytest.raises(PublishError) as error:
+        _publish(tmp_path)
+    assert "is being published by run run-x" in error.value.msg
+    assert "--lease-wait-seconds" in error.value.msg and "set lease_wait_seconds" not in error.value.msg
 
 
 def test_watch_publishes_what_is_staged_at_each_poll(tmp_path, monkeypatch, capsys):

@@ -393,7 +393,7 @@ class PackagePublisher:
             )
         holder = f"publish-{uuid.uuid4().hex[:12]}"
         lease = self.leases.acquire(
-            table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds
+            table_folder, holder, runs[0].model, self.lease_ttl_seconds, self.lease_wait_seconds, "--lease-wait-seconds"
         )
         heartbeat = Heartbeat(
             self.leases,
@@ -527,6 +527,32 @@ class PackagePublisher:
         # The plugin's sequence, also without files: the record then names this run, so the
         # chain goes on from it. The staged run is durable: a refused publish keeps its files.
         return PublishSequence(self.publisher, fence).publish(pending, self.rebuild_wait_seconds).names
+
+
+def supersede_staged_runs(storage: LandingZoneStorage, table_folder: str, run_id: str) -> str | None:
+    """The plugin's run `run_id` has just published `table_folder` (under its lease): that holds
+    the whole table as the model outputs it now, so the runs package mode staged or holds for the
+    folder are moot. Published later, a full load among them would put an older state over it,
+    and a change would stop the table (its base is no longer the folder's last run). They are
+    recorded superseded and their files deleted. What to warn of, None when there were none."""
+    try:
+        moot = [r for r in read_manifest(storage) if r.table_folder == table_folder and r.state in (STAGED, HELD)]
+        for run in moot:
+            record_final(storage, run, SUPERSEDED)
+            storage.delete_folder(run.staged_folder)
+    except (OpenMirrorError, OSError) as exc:
+        return (
+            f"the runs package mode staged for {table_folder} could not be marked superseded by run "
+            f"{run_id} ({_message(exc)}): `dbt-openmirror publish` may publish them after it. Run "
+            "`dbt-openmirror status` to see them."
+        )
+    if not moot:
+        return None
+    return (
+        f"package mode's runs {', '.join(r.run_id for r in moot)} staged for {table_folder} were not published "
+        f"yet; run {run_id} published the whole table since, so they are recorded superseded and "
+        "`dbt-openmirror publish` leaves them out"
+    )
 
 
 def staged_runs(storage: LandingZoneStorage) -> list[StagedRun]:

@@ -352,8 +352,17 @@ class LeaseManager:
         """How long after sending a write of its lease file the holder may rely on it."""
         return ttl_seconds - min(_MARGIN_SECONDS + ttl_seconds * _DRIFT, ttl_seconds / 2)
 
-    def acquire(self, table_folder: str, run_id: str, model: str, ttl_seconds: float, wait_seconds: float) -> Lease:
-        """Take the lease, waiting up to `wait_seconds` for a live holder; else LeaseHeldError."""
+    def acquire(
+        self,
+        table_folder: str,
+        run_id: str,
+        model: str,
+        ttl_seconds: float,
+        wait_seconds: float,
+        wait_setting: str = "lease_wait_seconds",
+    ) -> Lease:
+        """Take the lease, waiting up to `wait_seconds` for a live holder; else LeaseHeldError,
+        naming `wait_setting` (the model config, or the publish command's option)."""
         deadline = self.clock() + wait_seconds
         floor = recorded_lease_generation(self.storage, table_folder)
         while True:
@@ -372,7 +381,7 @@ class LeaseManager:
                 raise LeaseHeldError(
                     f"Model '{model}': table {table_folder} is being published by "
                     f"{self.describe(current)}. Nothing was published; run again when it "
-                    "has finished, or set lease_wait_seconds to wait for it."
+                    f"has finished, or set {wait_setting} to wait for it."
                 )
             self.sleep(min(1.0, max(deadline - now, 0.05)))
 
