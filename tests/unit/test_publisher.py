@@ -671,6 +671,9 @@ class LaggingListings(LocalStorage):
     def list_names(self, folder):
         return [name for name in super().list_names(folder) if name != self.hidden]
 
+    def list_files(self, folder):
+        return [entry for entry in super().list_files(folder) if entry.name != self.hidden]
+
 
 def test_a_file_the_listing_has_not_caught_up_with_is_not_called_deleted(storage):
     publish_one_file_each(storage, 3)

@@ -17,7 +17,7 @@ overwrite what the other run wrote; it fails saying it lost its lease.
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -77,6 +77,8 @@ class PendingPublish:
     owner: str | None = None
     #: The columns its files carry (the row marker aside); None without files.
     columns: list[str] | None = None
+    #: Each file's size, by final name, as checked when staged (none in a journal of an earlier version).
+    file_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def last_sequence_number(self) -> int:
@@ -101,6 +103,7 @@ class PendingPublish:
             "files": [{"staged": staged, "name": name} for staged, name in self.files],
             "owner": self.owner,
             "columns": self.columns,
+            "fileSizes": self.file_sizes,
         }
 
     @classmethod
@@ -117,6 +120,7 @@ class PendingPublish:
             rows=int(data["rows"]),
             owner=data.get("owner"),
             columns=_names(data.get("columns")),
+            file_sizes=_sizes(data.get("fileSizes")),
         )
         pending._check_paths()
         return pending
@@ -270,6 +274,7 @@ class StagedFile:
     markers: dict[int, int]
     #: Its columns, the row marker aside.
     columns: tuple[str, ...] = ()
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -350,17 +355,17 @@ class Publisher:
         """Names in the table folder and in the folders the service moves processed files to."""
         return self._listed_names(table_folder)[1]
 
-    def _listed_names(self, table_folder: str) -> tuple[list[str], set[str]]:
-        """(names in the table folder, those with the names in the processed folders). The
-        folder is listed first: a file the service moves meanwhile is then seen in one or the
-        other."""
-        waiting = self.storage.list_names(table_folder)
+    def _listed_names(self, table_folder: str) -> tuple[dict[str, int], set[str]]:
+        """(the size of each entry in the table folder by name, those names with the names in the
+        processed folders). The folder is listed first: a file the service moves meanwhile is
+        then seen in one or the other."""
+        waiting = {entry.name: entry.size for entry in self.storage.list_files(table_folder)}
         names = set(waiting)
         for folder in PROCESSED_FOLDERS:
             names.update(self.storage.list_names(f"{table_folder}/{folder}"))
         return waiting, names
 
-    def _unaccounted(self, table_folder: str, waiting: Sequence[str]) -> tuple[str, ...]:
+    def _unaccounted(self, table_folder: str, waiting: Collection[str]) -> tuple[str, ...]:
         """What a folder without our journal holds that is data: any name the mirror reads (not
         only `<20 digits>.parquet`: another publisher may name files by GUID, or write CSV), and
         anything in, or just, the folders of files the service processed (a live table whose
@@ -409,13 +414,14 @@ class Publisher:
         table_folder: str,
         metadata: TableMetadata | None,
         record: PublishRecord,
-        waiting: Sequence[str],
+        waiting: Mapping[str, int],
         names: set[str],
         found: int,
     ) -> str | None:
         """Why the next file published into the folder would not be applied as the last one
         after what `record` says we published, under the key it declared (None: it would be);
-        `found` is the highest number among `names`."""
+        `waiting` holds the size of each entry in the table folder, `found` is the highest number
+        among `names`."""
         folder = f"{self.storage.location}/{table_folder}"
         declared, recorded = record.key_columns, record.last_sequence_number
         differences = metadata.contract_differences() if metadata is not None else []
@@ -452,7 +458,8 @@ class Publisher:
                 f"{recorded} were written by someone else (another publisher, or a copied or restored "
                 f"folder). Nothing was published. Find out who writes into this folder; {repair}"
             )
-        changed = self._changed_since_published(table_folder, record, waiting)
+        # One the service moved away is applied: only files still waiting are compared.
+        changed = next((n for n, size in sorted(record.file_sizes.items()) if waiting.get(n, size) != size), None)
         if changed is not None:
             return (
                 f"{folder}/{changed} is not the file dbt-openmirror published (its size changed since): "
@@ -478,17 +485,6 @@ class Publisher:
             )
         return None
 
-    def _changed_since_published(self, table_folder: str, record: PublishRecord, waiting: Sequence[str]) -> str | None:
-        """A file of the last publish still waiting in the folder whose size is not the one
-        published, if any (one the service moved away is applied: nothing more to check)."""
-        if not any(name in record.file_sizes for name in waiting):
-            return None
-        found = {f.name: f.size for f in self.storage.list_files(table_folder) if not f.is_folder}
-        for name, size in sorted(record.file_sizes.items()):
-            if name in found and found[name] != size:
-                return name
-        return None
-
     def _found_unlisted(self, table_folder: str, name: str) -> bool:
         """Whether a file the folder's listings left out is there when asked for by name."""
         return any(
@@ -511,7 +507,8 @@ class Publisher:
     def _checked_file(self, path: str, full_load: bool) -> StagedFile:
         """A staged file, its rows counted per marker. A change file must carry an int32 marker;
         a full load's rows are all inserts and may carry none (see openmirror_initial_load_sql)."""
-        if self.storage.size(path) == 0:
+        size = self.storage.size(path)
+        if size == 0:
             raise PublishError(f"staged file {path} is empty (zero bytes): not publishing it")
         with self.storage.open_read(path) as handle:
             try:
@@ -523,14 +520,14 @@ class Publisher:
                 marked = schema.get_field_index(ROW_MARKER) >= 0
                 columns = tuple(name for name in schema.names if name != ROW_MARKER)
                 if full_load and not marked:
-                    return StagedFile(path, parquet.metadata.num_rows, {}, columns)
+                    return StagedFile(path, parquet.metadata.num_rows, {}, columns, size)
                 if not marked or str(schema.field(ROW_MARKER).type) != "int32":
                     raise PublishError(f"staged file {path} has no int32 {ROW_MARKER} column")
                 # One thread: see package/publish.py load_manifest.
                 markers = parquet.read(columns=[ROW_MARKER], use_threads=False).column(ROW_MARKER)
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise PublishError(f"staged file {path} is not readable Parquet: {exc}") from exc
-        return StagedFile(path, len(markers), count_markers(markers), columns)
+        return StagedFile(path, len(markers), count_markers(markers), columns, size)
 
     def prepare(
         self,
@@ -569,7 +566,7 @@ class Publisher:
         if not to_publish and staged and state.keeps_empty_file(staged[0].columns, full_load):
             to_publish = staged[:1]
         base = 0 if rebuild else state.last_sequence_number
-        files = [(f.path, data_file_name(number)) for number, f in enumerate(to_publish, start=base + 1)]
+        numbered = [(f, data_file_name(number)) for number, f in enumerate(to_publish, start=base + 1)]
         return PendingPublish(
             run_id,
             model,
@@ -578,10 +575,11 @@ class Publisher:
             base,
             rebuild,
             staged_folder,
-            files,
+            [(f.path, name) for f, name in numbered],
             expected_rows,
             owner,
             list(to_publish[0].columns) if to_publish else None,
+            {name: f.size for f, name in numbered},
         )
 
     # -- publishing: begin, complete, commit ------------------------------------------------------
@@ -688,9 +686,6 @@ class Publisher:
         self._expect_journaled(pending, journal[0], fence)
         previous = journal[0]
         waiting = pending.full_load if pending.files else bool(previous and previous.wait_for_listing)
-        published = set(pending.names)
-        listed = self.storage.list_files(pending.table_folder) if published else []
-        sizes = {f.name: f.size for f in listed if f.name in published}
         record = PublishRecord(
             pending.last_sequence_number,
             list(pending.key_columns),
@@ -701,7 +696,7 @@ class Publisher:
             wait_for_listing=waiting,
             owner=pending.owner or (previous.owner if previous else None),
             columns=pending.columns if pending.files else (previous.columns if previous else None),
-            file_sizes=sizes,
+            file_sizes=pending.file_sizes,
         )
         self._write_journal(pending, record, fence, journal)
         self.storage.delete_folder(pending.staged_folder)

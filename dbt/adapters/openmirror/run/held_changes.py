@@ -10,11 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.openmirror.package.publish import supersede_staged_runs
 from dbt.adapters.openmirror.planning.run_plan import SNAPSHOT_HELD, SnapshotRecord
 from dbt.adapters.openmirror.publishing.lease import Heartbeat, Lease
 from dbt.adapters.openmirror.publishing.publisher import PendingPublish, PublishedFiles
-from dbt.adapters.openmirror.publishing.sequence import PublishSequence
 from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.run.audit import verdict
 from dbt.adapters.openmirror.run.config import MirrorConfig
@@ -103,11 +101,14 @@ class HeldChanges:
     def _publish(self, change: HeldChange) -> None:
         """The publish sequence with `{{ this }}` already the output: a failure before the
         journal entry discards the change; after it, recovery finishes the publish."""
-        sequence = PublishSequence(self.context.publisher, self.context.leases.fence(change.lease))
-        sequence.publish(change.pending, change.mirror.rebuild_wait_seconds, if_refused=lambda: self._discard(change))
-        superseded = supersede_staged_runs(self.context.storage, change.pending.table_folder, change.pending.run_id)
-        if superseded is not None:
-            self.context.warn(f"Model '{change.mirror.model}': {superseded}")
+        self.context.publish(
+            change.pending,
+            change.lease,
+            change.mirror.model,
+            self.context.warn,
+            rebuild_wait_seconds=change.mirror.rebuild_wait_seconds,
+            if_refused=lambda: self._discard(change),
+        )
         self.release_audit_base(change.target)
         drop_stale_layers(self.context.catalog, RunRelations.of(change.target, publishes=True))
 

@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any, Final, cast
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError, PublishError, RunInterruptedError
-from dbt.adapters.openmirror.package.publish import supersede_staged_runs
 from dbt.adapters.openmirror.planning import hash_diff
 from dbt.adapters.openmirror.planning.candidates import candidate_runs_after, delete_flag_column
 from dbt.adapters.openmirror.planning.hash_diff import HASHES_COLUMNS
@@ -737,17 +736,15 @@ class MirrorRun:
         except RunInterruptedError:
             discard()
             raise
-        sequence = PublishSequence(publisher, self.context.leases.fence(self._held_lease()))
-        published = sequence.publish(
+        return self.context.publish(
             pending,
-            self.mirror.rebuild_wait_seconds,
+            self._held_lease(),
+            self.mirror.model,
+            self._warn,
+            rebuild_wait_seconds=self.mirror.rebuild_wait_seconds,
             make_snapshot=make_snapshot,
             if_refused=discard,
         )
-        superseded = supersede_staged_runs(self.context.storage, pending.table_folder, pending.run_id)
-        if superseded is not None:
-            self._warn(f"Model '{self.mirror.model}': {superseded}")
-        return published
 
     def _make_snapshot(self) -> None:
         self._replace_snapshot()
