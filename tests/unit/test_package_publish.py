@@ -209,6 +209,8 @@ def test_unfinished_and_discarded_runs(tmp_path, capsys):
     assert main(["status", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "run run-a of 'orders' (full load, 2 rows), staging at" in out
+    one_row = stage_run(tmp_path, "run-o", 1, FIRST[:1], load="full", states=("staging",), table_folder="other")
+    assert one_row.describe() == "run run-o of 'orders' (full load, 1 row)"
     assert "run-d" not in out
     assert _publish(tmp_path) == []  # still staging: dbt has not advanced its snapshot
     assert not (tmp_path / "_scratchPad" / "dbt-openmirror" / "run-d").exists()

@@ -154,7 +154,7 @@ class StagedRun:
 
     def describe(self) -> str:
         load = "full load" if self.load == FULL else "changes"
-        return f"run {self.run_id} of '{self.model}' ({load}, {self.rows} rows)"
+        return f"run {self.run_id} of '{self.model}' ({load}, {self.rows} row{'' if self.rows == 1 else 's'})"
 
 
 # What identifies a run: its rows may differ only in state and time.
