@@ -236,3 +236,39 @@ def test_a_target_delta_rs_would_misread_stops_every_table_before_writing(lz, tm
     assert (status.status, status.errorCode) == ("Error", "InvalidFolderName")
     assert str(target) in status.errorMessage and "'#'" in status.errorMessage
     assert delta_tables(target) == [] and (lz / "t" / f"{1:020d}.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    "first, second, tables",
+    [
+        ("t", "dbo.schema/t", [("dbo", "t")]),  # no schema folder is dbo
+        ("Sales.schema/Orders", "sales.schema/orders", [("Sales", "Orders"), ("sales", "orders")]),
+        ("s.schema/Caf\u00e9", "s.schema/Cafe\u0301", [("s", "Caf\u00e9"), ("s", "Cafe\u0301")]),  # NFC and NFD
+    ],
+)
+def test_two_folders_that_feed_one_table_stop_it_until_one_is_gone(lz, mirror, first, second, tables):
+    declare(lz / first, ["id"])
+    parquet(lz / first, 1, {"id": [1, 2], "v": ["a", "b"]})
+    [status] = mirror.replay()
+    assert status.status == "Replicating"
+    declare(lz / second, ["id"])
+    parquet(lz / second, 1, {"id": [10], "v": ["other"]})
+    parquet(lz / first, 2, {"id": [3], "v": ["c"]}, [0])
+    for _ in range(2):  # stopped at every poll while both are there
+        statuses = mirror.replay()
+        assert [(s.sourceSchemaName, s.sourceTableName) for s in statuses] == sorted(tables)
+        for stopped in statuses:
+            assert (stopped.status, stopped.errorCode) == ("Error", "TableFolderConflict"), stopped
+            assert first in stopped.errorMessage and second in stopped.errorMessage
+        # Nothing of either folder applied, nothing moved.
+        assert rows(mirror.target, *table_of(first)) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+        assert (lz / first / f"{2:020d}.parquet").exists() and (lz / second / f"{1:020d}.parquet").exists()
+    shutil.rmtree(lz / second)
+    [status] = mirror.replay()
+    assert (status.status, status.lastAppliedFile) == ("Replicating", 2)
+    assert rows(mirror.target, *table_of(first)) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}]
+
+
+def table_of(folder):
+    schema, _, table = folder.rpartition("/")
+    return (schema.removesuffix(".schema") or "dbo"), table

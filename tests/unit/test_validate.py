@@ -218,14 +218,16 @@ def test_each_defect_is_found_and_located(tmp_path, table, break_it, severity, w
         ("Sales.schema/Orders", "sales.schema/orders"),
         ("s.schema/Caf\u00e9", "s.schema/Cafe\u0301"),  # NFC and NFD
         ("orders", "dbo.schema/ORDERS"),  # no schema folder is dbo
+        ("t", "dbo.schema/t"),
     ],
 )
-def test_table_folders_the_mirror_would_take_for_one_are_warned_about(tmp_path, first, second):
+def test_table_folders_the_mirror_would_take_for_one_are_errors(tmp_path, first, second):
+    # The local mirror stops such a table (test_local_mirror_folders.py).
     for folder in (first, second):
         write(tmp_path / folder, 1, {"id": [1], "__rowMarker__": markers(0)})
-    found = [(s, m) for s, w, m in findings(tmp_path) if "differ only in case or Unicode form" in m]
-    assert len(found) == 1 and found[0][0] == WARNING, found
-    assert {first, second} == set(found[0][1].split(" differ only")[0].split(" and ")), found
+    found = [(s, m) for s, w, m in findings(tmp_path) if "both would feed one table" in m]
+    assert len(found) == 1 and found[0][0] == ERROR, found
+    assert {first, second} == set(found[0][1].split(" differ only")[0].split(" name the same")[0].split(" and ")), found
 
 
 def test_updates_of_a_table_of_key_columns_alone_are_not_warned_about(tmp_path):

@@ -328,7 +328,8 @@ class Publisher:
         other = spelled_alike(self.storage, table_folder)
         if other is not None:
             raise PublishError(
-                f"Model '{model}': {self.storage.location}/{spelled_alike_problem(table_folder, other)}. "
+                f"Model '{model}': {self.storage.location}/{spelled_alike_problem(table_folder, other)}, and a "
+                "full load of one waits until the service no longer lists the other. "
                 f"Nothing was published. If {other} is an old spelling of this table, delete that folder "
                 "(its mirrored table goes) and run again; otherwise give the model another mirror_table "
                 "or mirror_schema."

@@ -171,14 +171,12 @@ def spelled_alike_problem(table_folder: str, other: str) -> str:
     if table_identity(table_folder) == table_identity(other):  # one at the root: schema dbo's table
         return (
             f"{table_folder} and {other} name the same table of the mirrored database (a table folder at the "
-            "root is schema dbo's): both would feed one table, and a full load of one waits until the service "
-            "no longer lists the other"
+            "root is schema dbo's): both would feed one table"
         )
     return (
         f"{table_folder} and {other} differ only in case or Unicode form, which the mirrored database "
         "is taken not to tell apart (its SQL endpoint and Spark compare table names without case; the "
-        "documentation does not say): both would feed one table, and a full load of one waits until the "
-        "service no longer lists the other"
+        "documentation does not say): both would feed one table"
     )
 
 

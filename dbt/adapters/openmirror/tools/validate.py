@@ -114,7 +114,7 @@ class LandingZoneValidator:
                 self._add(ERROR, folder, f"table folder name: {problem}")
             other = first_of.setdefault(service_name(folder), folder)
             if other != folder:
-                self._add(WARNING, folder, spelled_alike_problem(folder, other))
+                self._add(ERROR, folder, f"{spelled_alike_problem(folder, other)}; delete one of them")
             try:
                 self._table_folder(folder)
             except OpenMirrorError as exc:  # a file that cannot be read as one (a folder, not UTF-8 text)

@@ -6,7 +6,8 @@ resumes without losing or repeating a file; applied files move to `_ProcessedFil
 (metadata, file, type, schema or key change) puts that table in `Error` naming the file and column
 while every other table goes on; it is tried again at each poll, so a repair (a replaced file of
 the same name, a fixed `_metadata.json`) lets it go on. A deleted folder drops its table at the
-next poll; a recreated one rebuilds it. `watch` polls until stopped, as the service does.
+next poll; a recreated one rebuilds it. Two folders that name one table stop it until one is
+deleted. `watch` polls until stopped, as the service does.
 """
 
 import threading
@@ -14,7 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dbt.adapters.openmirror.errors import LandingZoneConfigError
-from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folders
+from dbt.adapters.openmirror.rules.landing_zone import (
+    folder_name_problem,
+    service_name,
+    spelled_alike_problem,
+    table_folders,
+)
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
 from dbt.adapters.openmirror.tools.local_mirror.delta_table import MirroredTable, delta_path_problem
 from dbt.adapters.openmirror.tools.local_mirror.lock import exclusive
@@ -33,6 +39,9 @@ from dbt.adapters.openmirror.tools.local_mirror.table_folder import Progress, Ta
 
 LOCK_FILE = ".replay.lock"
 INVALID_FOLDER_NAME = "InvalidFolderName"
+#: Two table folders name one table (rules/landing_zone.py): the spec says nothing of it, and
+#: applying either would lose the other's rows without a word.
+FOLDER_CONFLICT = "TableFolderConflict"
 
 
 class LocalMirror:
@@ -86,9 +95,14 @@ class LocalMirror:
             raise LandingZoneConfigError(f"the landing zone {self.storage.location} does not exist")
         statuses = self.status_files.read()
         present = set()
-        for schema, table, folder in table_folders(self.storage):
+        folders = list(table_folders(self.storage))
+        feeding: dict[tuple[str, str], list[str]] = {}
+        for _, _, folder in folders:
+            feeding.setdefault(service_name(folder), []).append(folder)
+        for schema, table, folder in folders:
             present.add((schema, table))
-            statuses[(schema, table)] = self._replicate(schema, table, folder, statuses.get((schema, table)))
+            others = [other for other in feeding[service_name(folder)] if other != folder]
+            statuses[(schema, table)] = self._replicate(schema, table, folder, statuses.get((schema, table)), others)
             self.status_files.write_target(statuses)
         for schema, table in sorted(set(statuses) - present):
             # The folder was deleted: the service drops the mirrored table.
@@ -123,10 +137,16 @@ class LocalMirror:
             raise TableStopped(INVALID_FOLDER_NAME, f"schema {schema!r}, table {table!r}: {problem}")
         return path
 
-    def _replicate(self, schema: str, table: str, folder: str, status: TableStatus | None) -> TableStatus:
+    def _replicate(
+        self, schema: str, table: str, folder: str, status: TableStatus | None, others: list[str]
+    ) -> TableStatus:
+        """Apply what is new in `folder`; `others`: the other folders that name the same table."""
         progress = Progress(applied=None)
         error = None
         try:
+            if others:
+                problem = spelled_alike_problem(folder, others[0])
+                raise TableStopped(FOLDER_CONFLICT, f"{problem}: neither is applied until one of them is deleted")
             TableFolderReplay(self.storage, folder, self._target_path(schema, table)).run(progress, self._names_applied)
         except TableStopped as stop:
             error = (stop.code, str(stop))
