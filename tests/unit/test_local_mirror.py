@@ -15,6 +15,7 @@ from dbt.adapters.openmirror.tools.local_mirror.apply import merge_is_exact, rep
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.delta_reader import protocol, read_delta, read_delta_table
 from tests.support.faults import FaultInjectingStorage, FaultInjector
+from tests.support.mirror import tree_digest
 
 
 def write(folder, number, rows, markers=None, schema=None):
@@ -274,11 +275,33 @@ def test_cli_replay_and_status(lz, tmp_path, capsys):
     declare(lz / "s.schema" / "t", ["id"])
     write(lz / "s.schema" / "t", 1, [{"id": 1}], [0])
     assert main(["replay", str(lz), "--target", str(tmp_path / "m")]) == 0
-    assert "s.t: Replicating, applied through file 1, 1 rows processed" in capsys.readouterr().out
+    assert "s.t: Replicating, applied through file 1, 1 row processed" in capsys.readouterr().out
     write(lz / "s.schema" / "t", 2, [{"id": 2}], [0])
     assert main(["status", str(lz), "--target", str(tmp_path / "m")]) == 0
     line = [s for s in capsys.readouterr().out.splitlines() if s.startswith("s.t")][0]
     assert line.split()[1:4] == ["2", "1", "Replicating,"]
+
+
+@pytest.mark.parametrize("target", ["lz/mirror", "lz", "."], ids=["inside", "same", "around"])
+def test_a_target_that_overlaps_the_landing_zone_is_refused(tmp_path, capsys, target):
+    # Its Delta tables and Monitoring/ would become table folders of the landing zone, or the
+    # landing zone a table of the mirror.
+    lz = tmp_path / "lz"
+    declare(lz / "lz.schema" / "t", ["id"])
+    write(lz / "lz.schema" / "t", 1, [{"id": 1}], [0])
+    before = tree_digest(tmp_path)
+    assert main(["replay", str(lz), "--target", str(tmp_path / target)]) == 2
+    error = capsys.readouterr().err
+    assert "the local mirror's target" in error and str(lz) in error, error
+    assert tree_digest(tmp_path) == before
+
+
+def test_an_empty_landing_zone_argument_is_refused(lz, capsys, monkeypatch):
+    monkeypatch.chdir(lz)
+    for command in (["validate", ""], ["replay", " ", "--target", "m"], ["status", ""]):
+        assert main(command) == 2
+        assert "the landing zone is empty" in capsys.readouterr().err
+    assert not (lz / "m").exists()
 
 
 def test_a_table_of_an_earlier_mirror_goes_on_from_its_recorded_number(lz, mirror):

@@ -43,6 +43,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
 from dbt.adapters.openmirror.rules.markers import KNOWN_MARKERS
 from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.text import counted
 
 STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
 #: A run of a model with publish='after_tests' whose tests have not passed yet: not published
@@ -154,7 +155,7 @@ class StagedRun:
 
     def describe(self) -> str:
         load = "full load" if self.load == FULL else "changes"
-        return f"run {self.run_id} of '{self.model}' ({load}, {self.rows} row{'' if self.rows == 1 else 's'})"
+        return f"run {self.run_id} of '{self.model}' ({load}, {counted(self.rows, 'row')})"
 
 
 # What identifies a run: its rows may differ only in state and time.

@@ -12,6 +12,7 @@ from typing import Any
 
 from dbt.adapters.openmirror.rules.landing_zone import DEFAULT_SCHEMA
 from dbt.adapters.openmirror.rules.metadata_files import load_json
+from dbt.adapters.openmirror.text import counted
 
 TABLES_FILE = "tables.json"
 REPLICATOR_FILE = "replicator.json"
@@ -27,7 +28,7 @@ class MirroredTable:
     def describe(self) -> str:
         text = self.status
         if self.processed_rows is not None:
-            text += f", {self.processed_rows} rows processed"
+            text += f", {counted(self.processed_rows, 'row')} processed"
         if self.last_sync:
             text += f", last sync {self.last_sync}"
         if self.error:

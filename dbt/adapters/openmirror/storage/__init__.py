@@ -25,6 +25,8 @@ __all__ = ["LandingZoneStorage", "LocalStorage", "canonical_landing_zone", "loca
 def local_root(landing_zone: str) -> Path:
     """The absolute folder of a local landing zone (a path or a file:// URL, whose segments are
     decoded and checked as a remote URL's)."""
+    if not landing_zone.strip():  # not the working directory
+        raise LandingZoneConfigError("the landing zone is empty: name a folder or a URL")
     parsed = split_url(landing_zone)
     # What messages show of a URL: no credentials, query or fragment (a folder path is shown whole).
     shown = shown_url(parsed) if parsed.scheme or parsed.netloc else landing_zone

@@ -27,6 +27,7 @@ from dbt.adapters.openmirror.rules.monitoring import (
 )
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
+from dbt.adapters.openmirror.text import counted
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.tools.local_mirror.status import STATUS_FILE, TableStatus
 from dbt.adapters.openmirror.tools.validate import ERROR, validate
@@ -66,7 +67,7 @@ def _publish(args: argparse.Namespace) -> int:
     )
     if not args.watch:
         published = publisher.publish()
-        print(f"published {len(published)} staged run{'' if len(published) == 1 else 's'}", flush=True)
+        print(f"published {counted(len(published), 'staged run')}", flush=True)
         return 0
     if not storage.exists(""):
         print(f"the landing zone {storage.location} does not exist yet; watching it", flush=True)

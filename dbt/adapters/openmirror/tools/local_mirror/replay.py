@@ -22,6 +22,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     table_folders,
 )
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.local import LocalStorage
 from dbt.adapters.openmirror.tools.local_mirror.delta_table import MirroredTable, delta_path_problem
 from dbt.adapters.openmirror.tools.local_mirror.lock import exclusive
 from dbt.adapters.openmirror.tools.local_mirror.status import (
@@ -46,6 +47,12 @@ FOLDER_CONFLICT = "TableFolderConflict"
 
 class LocalMirror:
     def __init__(self, storage: LandingZoneStorage, target: Path) -> None:
+        if isinstance(storage, LocalStorage) and _overlap(storage.root.resolve(), target.resolve()):
+            # Its Delta tables and Monitoring/ would become table folders, or the landing zone a table.
+            raise LandingZoneConfigError(
+                f"the local mirror's target {target} and the landing zone {storage.location} overlap: "
+                "give a target outside the landing zone (and not around it)"
+            )
         self.storage = storage
         self.target = target
         self.status_files = StatusFiles(storage, target)
@@ -169,6 +176,10 @@ class LocalMirror:
             names = mirrored.applied_names()
         self._applied[mirrored.path] = (table_id, version, names)
         return set(names)
+
+
+def _overlap(first: Path, second: Path) -> bool:
+    return first == second or first.is_relative_to(second) or second.is_relative_to(first)
 
 
 def _updated(status: TableStatus, progress: Progress, error: tuple[str, str] | None) -> TableStatus:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dbt.adapters.openmirror.rules.monitoring import REPLICATOR_FILE, TABLES_FILE
 from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.text import counted
 
 STATUS_FILE = f"Monitoring/{TABLES_FILE}"
 NOT_STARTED, REPLICATING, WAITING_FOR_FILE, ERROR = "NotStarted", "Replicating", "WaitingForFile", "Error"
@@ -52,7 +53,7 @@ class TableStatus:
             applied = f"{self.lastAppliedFile} files applied (last {name})"
         line = (
             f"{self.sourceSchemaName}.{self.sourceTableName}: {self.status}, {applied}, "
-            f"{self.metrics['processedRows']} rows processed"
+            f"{counted(self.metrics['processedRows'], 'row')} processed"
         )
         if self.errorMessage:
             line += f" ({self.errorCode or 'note'}: {self.errorMessage})"
