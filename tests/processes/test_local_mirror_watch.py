@@ -143,9 +143,11 @@ def test_status_of_a_local_mirror_that_does_not_exist_is_an_error(lz, tmp_path, 
         (["replay", "--target", "m", "--watch", "--interval", "-1"], "'-1' is not a number of seconds"),
         (["webhook", "--max-age-seconds", "inf"], "'inf' is not a number of seconds"),
         (["webhook", "--rebuild-wait-seconds", "soon"], "'soon' is not a number of seconds"),
+        (["webhook", "--port", "99999"], "'99999' is not a port number (0 to 65535)"),
+        (["webhook", "--port", "-1"], "'-1' is not a port number"),
     ],
 )
-def test_durations_that_are_not_seconds_are_refused(tmp_path, capsys, arguments, refusal):
+def test_durations_and_ports_out_of_range_are_refused(tmp_path, capsys, arguments, refusal):
     with pytest.raises(SystemExit) as exit:
         main([arguments[0], str(tmp_path), *arguments[1:]])
     assert exit.value.code == 2

@@ -292,6 +292,13 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    """A TCP port to listen on; 0 lets the system choose one."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
+    return int(text)
+
+
 def _rebuild_wait_argument(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--rebuild-wait-seconds",
@@ -339,7 +346,7 @@ def parser() -> argparse.ArgumentParser:
     )
     _landing_zone_arguments(webhook)
     webhook.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    webhook.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    webhook.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     webhook.add_argument(
         "--job-id",
         type=int,
