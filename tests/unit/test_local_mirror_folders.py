@@ -272,3 +272,14 @@ def test_two_folders_that_feed_one_table_stop_it_until_one_is_gone(lz, mirror, f
 def table_of(folder):
     schema, _, table = folder.rpartition("/")
     return (schema.removesuffix(".schema") or "dbo"), table
+
+
+def test_a_file_linked_from_outside_stops_its_table_with_a_plain_message(lz, mirror, tmp_path):
+    declare(lz / "t", ["id"])
+    parquet(lz / "t", 1, {"id": [1]})
+    parquet(tmp_path, "outside.parquet", {"id": [2]}, [0])
+    (lz / "t" / f"{2:020d}.parquet").symlink_to(tmp_path / "outside.parquet")
+    [status] = mirror.replay()
+    assert (status.status, status.errorCode) == ("Error", "ReplayFailed")
+    assert status.errorMessage.startswith(f"{lz / 't' / f'{2:020d}.parquet'} leads out of the landing zone"), status
+    assert delta_tables(mirror.target) == [] and (lz / "t" / f"{1:020d}.parquet").exists()

@@ -132,6 +132,20 @@ def test_nothing_is_read_written_or_moved_through_a_symbolic_link_out_of_the_lan
     assert storage.list_names("elsewhere.schema") == ["t"]
 
 
+@pytest.mark.parametrize("link_to", ["outside/x.parquet", "outside/missing.parquet", "lz/t/missing.parquet"])
+def test_a_listed_file_that_is_a_link_out_or_to_nothing_is_named(tmp_path, link_to):
+    # A link to nothing was left out of the listing as a file deleted since: its number went unseen.
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "x.parquet").write_bytes(b"theirs")
+    (tmp_path / "lz" / "t").mkdir(parents=True)
+    (tmp_path / "lz" / "t" / "00000000000000000001.parquet").write_bytes(b"ours")
+    link = tmp_path / "lz" / "t" / "00000000000000000002.parquet"
+    link.symlink_to(tmp_path / link_to)
+    with pytest.raises(LandingZoneConfigError, match="00000000000000000002.parquet") as refused:
+        LocalStorage(tmp_path / "lz").list_files("t")
+    assert "symbolic link" in refused.value.msg
+
+
 def test_text_is_read_with_its_line_ends_as_newlines(tmp_path):
     """Files written in text mode on Windows end their lines with CRLF: `dbt debug`'s probe must
     read back as written."""

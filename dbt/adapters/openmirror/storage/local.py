@@ -146,9 +146,15 @@ class LocalStorage(LandingZoneStorage):
             return []
         files = []
         for entry in entries:
+            if entry.is_symlink():
+                self._resolve(f"{folder}/{entry.name}")  # one leading out is named
             try:
                 stat = entry.stat()
-            except FileNotFoundError:  # deleted since the listing
+            except FileNotFoundError:  # deleted since the listing, or a link to nothing
+                if entry.is_symlink():
+                    raise LandingZoneConfigError(
+                        f"{entry.path} is a symbolic link to {os.readlink(entry.path)}, which does not exist"
+                    ) from None
                 continue
             files.append(StoredFile(entry.name, entry.is_dir(), stat.st_size, stat.st_mtime))
         return sorted(files, key=lambda f: f.name)

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from dbt.adapters.openmirror.errors import LandingZoneConfigError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, OpenMirrorError
 from dbt.adapters.openmirror.rules.landing_zone import (
     folder_name_problem,
     service_name,
@@ -161,7 +161,9 @@ class LocalMirror:
             raise
         except Exception as exc:  # one table's trouble never stops another
             where = f"{progress.applying}: " if progress.applying else ""
-            error = ("ReplayFailed", f"{where}{type(exc).__name__}: {exc}")
+            # Ours say what is wrong in their message; another library's needs its name.
+            what = exc.msg if isinstance(exc, OpenMirrorError) else f"{type(exc).__name__}: {exc}"
+            error = ("ReplayFailed", f"{where}{what}")
         if status is None or progress.rebuilt:
             status = TableStatus(schema, table)
         return _updated(status, progress, error)
