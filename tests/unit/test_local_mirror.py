@@ -282,6 +282,43 @@ def test_cli_replay_and_status(lz, tmp_path, capsys):
     assert line.split()[1:4] == ["2", "1", "Replicating,"]
 
 
+def test_what_the_commands_print_from_the_landing_zone_cannot_drive_the_terminal(tmp_path, capsys):
+    # Folder names and the service's status files are anyone's text: escape sequences and line
+    # breaks in them are shown escaped, so they neither rewrite the terminal nor forge a line.
+    item = tmp_path / "item" / "Files"
+    name = "t\x1b[2J\x1b[32m0 errors, 0 warnings\nforged line\u202e"
+    write(item / "LandingZone" / "s.schema" / name, 1, [{"id": 1}])
+    (item / "Monitoring").mkdir()
+    (item / "Monitoring" / "tables.json").write_text(
+        json.dumps(
+            {
+                "tables": [
+                    {
+                        "sourceSchemaName": "s",
+                        "sourceTableName": name,
+                        "status": "Error",
+                        "errorCode": "X",
+                        "errorMessage": "\x1b]0;title\x07 injected\nsecond line",
+                    }
+                ]
+            }
+        )
+    )
+    (item / "Monitoring" / "replicator.json").write_text(json.dumps({"status": "Running\x1b[5m"}))
+    landing_zone = str(item / "LandingZone")
+    for command in (
+        ["status", landing_zone],
+        ["validate", landing_zone],
+        ["replay", landing_zone, "--target", str(tmp_path / "m")],
+    ):
+        main(command)
+        captured = capsys.readouterr()
+        for text in (captured.out, captured.err):
+            assert not any(c in text for c in "\x1b\x07\u202e"), (command, text)
+            assert not any(line.startswith(("forged line", "second line")) for line in text.splitlines()), text
+        assert "\\x1b[2J" in captured.out, (command, captured.out)
+
+
 @pytest.mark.parametrize("target", ["lz/mirror", "lz", "."], ids=["inside", "same", "around"])
 def test_a_target_that_overlaps_the_landing_zone_is_refused(tmp_path, capsys, target):
     # Its Delta tables and Monitoring/ would become table folders of the landing zone, or the

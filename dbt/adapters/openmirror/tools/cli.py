@@ -27,7 +27,7 @@ from dbt.adapters.openmirror.rules.monitoring import (
 )
 from dbt.adapters.openmirror.storage import LandingZoneStorage
 from dbt.adapters.openmirror.storage.azure_auth import AUTH_METHODS, DEFAULT, AzureAuth
-from dbt.adapters.openmirror.text import counted
+from dbt.adapters.openmirror.text import counted, printable
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from dbt.adapters.openmirror.tools.local_mirror.status import STATUS_FILE, TableStatus
 from dbt.adapters.openmirror.tools.validate import ERROR, validate
@@ -51,6 +51,11 @@ def _existing_landing_zone(args: argparse.Namespace) -> LandingZoneStorage:
     return storage
 
 
+def _say(line: str, error: bool = False) -> None:
+    """One line of output, flushed (a watching command's lines reach a log as they happen)."""
+    print(printable(line), file=sys.stderr if error else sys.stdout, flush=True)
+
+
 def _pause(seconds: float) -> None:
     """Between two polls of `publish --watch`."""
     time.sleep(seconds)
@@ -63,21 +68,21 @@ def _publish(args: argparse.Namespace) -> int:
         storage,
         lease_wait_seconds=args.lease_wait_seconds,
         rebuild_wait_seconds=args.rebuild_wait_seconds,
-        log=lambda line: print(line, flush=True),
+        log=_say,
     )
     if not args.watch:
         published = publisher.publish()
-        print(f"published {counted(len(published), 'staged run')}", flush=True)
+        _say(f"published {counted(len(published), 'staged run')}")
         return 0
     if not storage.exists(""):
-        print(f"the landing zone {storage.location} does not exist yet; watching it", flush=True)
+        _say(f"the landing zone {storage.location} does not exist yet; watching it")
     stop_handler = signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl-C
     try:
         while True:
             try:
                 publisher.publish()
             except Exception as exc:  # a failing table or a storage outage: retried at the next poll
-                print(f"dbt-openmirror publish: {getattr(exc, 'msg', exc)}", file=sys.stderr, flush=True)
+                _say(f"dbt-openmirror publish: {getattr(exc, 'msg', exc)}", error=True)
             _pause(args.interval)
     except KeyboardInterrupt:
         return 0
@@ -91,7 +96,7 @@ def _replay(args: argparse.Namespace) -> int:
         return _replay_watch(mirror, args.interval)
     statuses = mirror.replay()  # one poll: the service's status files are a watching mirror's
     for status in statuses:
-        print(status.describe())
+        _say(status.describe())
     return 1 if any(s.status == "Error" for s in statuses) else 0
 
 
@@ -104,15 +109,15 @@ def _replay_watch(mirror: LocalMirror, interval: float) -> int:
     def report(statuses: list[TableStatus]) -> None:
         current = {(s.sourceSchemaName, s.sourceTableName): s.describe() for s in statuses}
         for key in sorted(set(shown) - set(current)):
-            print(f"{key[0]}.{key[1]}: dropped (its folder was deleted)", flush=True)
+            _say(f"{key[0]}.{key[1]}: dropped (its folder was deleted)")
         for key, line in sorted(current.items()):
             if shown.get(key) != line:
-                print(line, flush=True)
+                _say(line)
         shown.clear()
         shown.update(current)
 
     def failed(exc: Exception) -> None:
-        print(f"dbt-openmirror replay: {getattr(exc, 'msg', exc)} (trying again)", file=sys.stderr, flush=True)
+        _say(f"dbt-openmirror replay: {getattr(exc, 'msg', exc)} (trying again)", error=True)
 
     def request_stop(signum: int, frame: object) -> None:
         stop.set()
@@ -151,28 +156,29 @@ def _status(args: argparse.Namespace) -> int:
         tables_text, replicator_text = _mirror_status(args, storage)
         mirrored = parse_tables(tables_text, f"{source} {TABLES_FILE}") if tables_text else {}
     except (ValueError, PublishError) as exc:  # caught while the mirror rewrites it: the landing zone is still shown
-        print(f"mirror status not readable: {exc}")
+        _say(f"mirror status not readable: {exc}")
         mirrored = {}
     if replicator_text:
-        print(f"mirrored database ({source}): {describe_replicator(replicator_text)}")
-    print(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror ({source})")
+        _say(f"mirrored database ({source}): {describe_replicator(replicator_text)}")
+    _say(f"{'table':40} {'last file':>9} {'waiting':>7}  mirror ({source})")
     for schema, table, folder in table_folders(storage):
         status = mirrored.get((schema, table))
         mirror = status.describe() if status is not None else "-"
         try:
             state = publisher.table_state(folder)
         except OpenMirrorError as exc:  # e.g. a broken _metadata.json: the other tables are still shown
-            print(f"{schema + '.' + table:40} {'-':>9} {'-':>7}  {mirror}\n    {exc.msg}")
+            _say(f"{schema + '.' + table:40} {'-':>9} {'-':>7}  {mirror}")
+            _say(f"    {exc.msg}")
             continue
         waiting = _waiting_files(storage, folder)
-        print(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
+        _say(f"{schema + '.' + table:40} {state.last_sequence_number:>9} {waiting:>7}  {mirror}")
         for note in _publisher_notes(leases, folder, state):
-            print(f"    {note}")
+            _say(f"    {note}")
     staged = staged_runs(storage)
     if staged:
-        print("staged by package mode, not yet published (run `dbt-openmirror publish`):")
+        _say("staged by package mode, not yet published (run `dbt-openmirror publish`):")
     for run in staged:
-        print(f"    {run.table_folder}: {run.describe()}, {run.state} at {run.recorded_at:%Y-%m-%d %H:%M:%S} UTC")
+        _say(f"    {run.table_folder}: {run.describe()}, {run.state} at {run.recorded_at:%Y-%m-%d %H:%M:%S} UTC")
     return 0
 
 
@@ -213,9 +219,9 @@ def _publisher_notes(leases: LeaseManager, folder: str, state: TableFolderState)
 def _validate(args: argparse.Namespace) -> int:
     findings = validate(_existing_landing_zone(args))
     for finding in findings:
-        print(finding)
+        _say(str(finding))
     errors = sum(1 for f in findings if f.severity == ERROR)
-    print(f"{errors} errors, {len(findings) - errors} warnings")
+    _say(f"{errors} errors, {len(findings) - errors} warnings")
     return 1 if errors else 0
 
 
@@ -250,7 +256,7 @@ def _webhook(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     # Service managers stop with SIGTERM: end as on Ctrl-C, finishing the publish under way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    print(f"listening for dbt Cloud webhooks on {receiver.url}", flush=True)
+    _say(f"listening for dbt Cloud webhooks on {receiver.url}")
     try:
         receiver.serve_forever()
     except KeyboardInterrupt:
@@ -370,10 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except OpenMirrorError as exc:  # a message for the user, not a traceback
-        print(f"dbt-openmirror {args.command}: {exc.msg}", file=sys.stderr)
+        _say(f"dbt-openmirror {args.command}: {exc.msg}", error=True)
         return 2
     except OSError as exc:  # e.g. a target folder that cannot be written
-        print(f"dbt-openmirror {args.command}: {exc}", file=sys.stderr)
+        _say(f"dbt-openmirror {args.command}: {exc}", error=True)
         return 2
 
 
