@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from dbt.adapters.openmirror.errors import LandingZoneConfigError
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
 from tests.support.landing_zones import declare, parquet, rows
@@ -283,3 +284,27 @@ def test_a_file_linked_from_outside_stops_its_table_with_a_plain_message(lz, mir
     assert (status.status, status.errorCode) == ("Error", "ReplayFailed")
     assert status.errorMessage.startswith(f"{lz / 't' / f'{2:020d}.parquet'} leads out of the landing zone"), status
     assert delta_tables(mirror.target) == [] and (lz / "t" / f"{1:020d}.parquet").exists()
+
+
+def test_a_target_mirrors_one_landing_zone(lz, mirror, tmp_path):
+    # Another landing zone replayed into it took its tables for deleted folders and dropped them,
+    # and its files, moved to _ProcessedFiles/ by then, could not bring them back.
+    two_files(lz / "t")
+    mirror.replay()
+    other = tmp_path / "other"
+    declare(other / "u", ["id"])
+    parquet(other / "u", 1, {"id": [7]})
+    with pytest.raises(LandingZoneConfigError) as refused:
+        LocalMirror(LocalStorage(other), mirror.target).replay()
+    assert f"mirrors the landing zone {lz}, not {other}" in refused.value.msg
+    assert delta_tables(mirror.target) == ["dbo/t"] and (other / "u" / f"{1:020d}.parquet").exists()
+    assert [s.lastAppliedFile for s in mirror.replay()] == [2]
+
+
+def test_a_target_written_before_it_recorded_its_landing_zone_is_taken_as_this_ones(lz, mirror):
+    two_files(lz / "t")
+    mirror.replay()
+    (mirror.target / ".landing_zone").unlink()
+    parquet(lz / "t", 3, {"id": [3], "v": ["c"]}, [0])
+    [status] = mirror.replay()
+    assert status.lastAppliedFile == 3 and (mirror.target / ".landing_zone").read_text() == str(lz)

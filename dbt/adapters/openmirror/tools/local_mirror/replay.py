@@ -39,6 +39,9 @@ from dbt.adapters.openmirror.tools.local_mirror.status import (
 from dbt.adapters.openmirror.tools.local_mirror.table_folder import Progress, TableFolderReplay, TableStopped
 
 LOCK_FILE = ".replay.lock"
+#: The landing zone a target mirrors: another one replayed into it would take its tables for
+#: deleted folders and drop them. (A leading '.' is no schema's name.)
+SOURCE_FILE = ".landing_zone"
 INVALID_FOLDER_NAME = "InvalidFolderName"
 #: Two table folders name one table (rules/landing_zone.py): the spec says nothing of it, and
 #: applying either would lose the other's rows without a word.
@@ -100,6 +103,7 @@ class LocalMirror:
         if not self.storage.exists(""):
             # Never read a missing landing zone as one whose folders were all deleted.
             raise LandingZoneConfigError(f"the landing zone {self.storage.location} does not exist")
+        self._claim_target()
         statuses = self.status_files.read()
         present = set()
         folders = list(table_folders(self.storage))
@@ -126,6 +130,21 @@ class LocalMirror:
         else:
             self.status_files.write_target(statuses)
         return [s for _, s in sorted(statuses.items())]
+
+    def _claim_target(self) -> None:
+        """Record the landing zone in the target, or refuse one that mirrors another (a target
+        written before the record was kept is taken as this landing zone's)."""
+        source = self.target / SOURCE_FILE
+        recorded = source.read_text(encoding="utf-8") if source.exists() else None
+        ours = str(self.storage.root.resolve()) if isinstance(self.storage, LocalStorage) else self.storage.location
+        if recorded is None:
+            self.target.mkdir(parents=True, exist_ok=True)
+            source.write_text(ours, encoding="utf-8")
+        elif recorded != ours:
+            raise LandingZoneConfigError(
+                f"the local mirror {self.target} mirrors the landing zone {recorded}, not {ours}: "
+                "give each landing zone a target of its own (or delete this one to mirror from scratch)"
+            )
 
     def _target_path(self, schema: str, table: str) -> Path:
         """The table's Delta folder, `<target>/<schema>/<table>`; TableStopped when the names cannot
