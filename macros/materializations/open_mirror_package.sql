@@ -199,8 +199,9 @@
     {%- do om.openmirror_replace_key_hashes(new_hashes, previous_hashes, changes_relation) -%}
   {%- endif -%}
   {%- do om.openmirror_record_run(manifest, run, states.held if held else states.staged) -%}
-  {%- set staged_message = 'STAGED ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder -%}
-  {%- do store_raw_result(name='main', message=('HELD ' ~ run.rows ~ ' rows (' ~ load ~ ') for ' ~ settings.table_folder
+  {%- set rows = run.rows ~ (' row' if run.rows == 1 else ' rows') -%}
+  {%- set staged_message = 'STAGED ' ~ rows ~ ' (' ~ load ~ ') for ' ~ settings.table_folder -%}
+  {%- do store_raw_result(name='main', message=('HELD ' ~ rows ~ ' (' ~ load ~ ') for ' ~ settings.table_folder
       ~ ', staged after its tests pass') if held else staged_message, code='HELD' if held else 'STAGED', rows_affected=run.rows) -%}
 
   {%- do om.openmirror_finish(target_relation, existing_relation) -%}

@@ -10,7 +10,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.openmirror.package.constants import manifest_columns
-from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, PackagePublisher, read_manifest
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, PACKAGE_RUN_ID, PackagePublisher, read_manifest
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main as openmirror_command
 from tests.support.audited_models import AUDITED, AUDITED_TESTS
@@ -66,6 +66,8 @@ class TestPackageMode(InPackageMode):
         assert sorted_bucket_scans(project) == "false"
         assert not folder.exists()
         assert manifest_states(landing_zone) == ["staged"]
+        # The publish knows a model's runs by their ids (abandoned_staging).
+        assert all(PACKAGE_RUN_ID.fullmatch(r.run_id) for r in read_manifest(LocalStorage(landing_zone)))
         assert [r.load for r in publish(landing_zone)] == ["full"]
         assert file_markers(folder) == [[0, 0, 0]]
         assert_mirror_equals(warehouse, folder, source)

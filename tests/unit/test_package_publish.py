@@ -1,7 +1,9 @@
 """`dbt-openmirror publish` over runs staged without Spark: order, exactly once, broken chains,
 unsafe table folders, discarded runs and `status`."""
 
+import os
 import shutil
+import time
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -567,3 +569,32 @@ def test_a_run_held_for_its_tests_is_published_only_once_marked_staged(tmp_path)
     assert [r.state for r in read_manifest(LocalStorage(tmp_path))] == ["held"]
     stage_run(tmp_path, "run-a", 1, FIRST, load="full", states=("staging", "held", "staged"))
     assert [p.names for p in _publish(tmp_path)] == [["00000000000000000001.parquet"]]
+
+
+def test_files_of_a_run_stopped_before_the_manifest_recorded_it_go_once_its_model_ran_again(tmp_path):
+    # A job killed while Spark wrote its staged files: no manifest row names the folder, and
+    # nothing removed it (validate warned about it for good).
+    invocation = "0b6b5c2e-4a8e-4f0a-9c57-3f1d2a7e9b10"
+    model = "1a2b3c4d"  # the part of a package run id that names the model
+    staging = tmp_path / "_scratchPad" / "dbt-openmirror"
+
+    def staged_files(name, age_seconds):
+        (staging / name).mkdir(parents=True)
+        part = staging / name / "part-00000.parquet"
+        pq.write_table(pa.table({"id": [9]}), part)
+        os.utime(part, (time.time() - age_seconds,) * 2)
+
+    staged_files(f"{invocation[:-1]}1-{model}", age_seconds=3600)  # abandoned: its model ran since
+    kept = [
+        f"{invocation[:-1]}2-{model}",  # written just now: perhaps still being written
+        f"{invocation[:-1]}3-99999999",  # a model with no later run
+        f"{invocation[:-1]}4-{model[:-1]}",  # not a package run id
+    ]
+    for name in kept:
+        staged_files(name, age_seconds=0 if model in name else 3600)
+    stage_run(tmp_path, f"{invocation}-{model}", 1, FIRST, load="full")
+    lines = []
+    PackagePublisher(LocalStorage(tmp_path), log=lines.append).publish()
+    assert not (staging / f"{invocation[:-1]}1-{model}").exists(), lines
+    assert all((staging / name / "part-00000.parquet").exists() for name in kept)
+    assert any(f"{invocation[:-1]}1-{model}" in line and "before the manifest recorded it" in line for line in lines)

@@ -13,11 +13,12 @@ a staged run was deleted), and only a `--full-refresh` of the model can bring th
 """
 
 import json
+import re
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     RUN_ID_PATTERN,
     RUN_ID_RULE,
     SCHEMA_FOLDER_SUFFIX,
+    STAGING_ROOT,
     folder_name_problem,
     scratch_path,
 )
@@ -58,6 +60,12 @@ FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
 _STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3, SUPERSEDED: 3}
 _MARKERS = tuple(str(marker) for marker in KNOWN_MARKERS)
+#: A package run id: the dbt invocation id, then 8 hex digits that name the model
+#: (macros/package/audit.sql, openmirror_package_run_id).
+PACKAGE_RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-(?P<model>[0-9a-f]{8})")
+#: How long after a staged folder was last written its model's next recorded run must come before
+#: the folder is taken for abandoned: the storage's clock and Spark's may differ.
+_CLOCK_SKEW = timedelta(minutes=10)
 
 #: The manifest table's columns, as `openmirror_ensure_manifest` creates them.
 MANIFEST_SCHEMA = pa.schema(
@@ -269,6 +277,28 @@ def sweep_uploads(storage: LandingZoneStorage, runs: Sequence[StagedRun]) -> Non
             storage.delete_file(f"{MANIFEST_FOLDER}/{name}")
 
 
+def abandoned_staging(storage: LandingZoneStorage, runs: Sequence[StagedRun]) -> list[str]:
+    """Staged folders of package runs stopped while Spark wrote their files, before the manifest
+    recorded them (a killed or cancelled job): no manifest row names them, and a later run of the
+    same model was recorded well after they were last written, so nothing writes them any more."""
+    named = {run.staged_folder for run in runs}
+    last_recorded: dict[str, datetime] = {}
+    for run in runs:
+        model = run.run_id.rpartition("-")[2]
+        last_recorded[model] = max(run.recorded_at, last_recorded.get(model, run.recorded_at))
+    abandoned = []
+    for entry in storage.list_files(STAGING_ROOT):
+        folder = f"{STAGING_ROOT}/{entry.name}"
+        match = PACKAGE_RUN_ID.fullmatch(entry.name)
+        recorded = last_recorded.get(match["model"]) if match else None
+        if not entry.is_folder or folder in named or recorded is None:
+            continue
+        written = [file.last_modified for file in storage.list_files(folder)]
+        if written and datetime.fromtimestamp(max(written), timezone.utc) + _CLOCK_SKEW < recorded:
+            abandoned.append(folder)
+    return abandoned
+
+
 def _message(exc: Exception) -> str:
     return getattr(exc, "msg", None) or str(exc)
 
@@ -377,6 +407,16 @@ class PackagePublisher:
                     self.publisher.discard(run.staged_folder)
             except (OpenMirrorError, OSError) as exc:
                 problems.append(f"{run.describe()}: its staged files could not be removed: {_message(exc)}")
+                self.log(problems[-1])
+        for folder in abandoned_staging(self.storage, runs):
+            try:
+                self.publisher.discard(folder)
+                self.log(f"{folder}: deleted the files of a run stopped before the manifest recorded it")
+            except (OpenMirrorError, OSError) as exc:
+                problems.append(
+                    f"{folder}: the files of a run stopped before the manifest recorded it "
+                    f"could not be removed: {_message(exc)}"
+                )
                 self.log(problems[-1])
         if problems:
             more = f" (and {len(problems) - 1} more problems, reported above)" if len(problems) > 1 else ""

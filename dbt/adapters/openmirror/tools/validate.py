@@ -139,7 +139,9 @@ class LandingZoneValidator:
             if self.storage.list_names(path):
                 self._scratch_leftovers(path, expected)
             elif name.endswith(".parquet"):
-                self._add(WARNING, path, "staged file left behind by an unfinished publish")
+                self._add(
+                    WARNING, path, "staged file that no run or publish names: left behind by one that was interrupted"
+                )
 
     # -- one table folder ----------------------------------------------------------------------
 

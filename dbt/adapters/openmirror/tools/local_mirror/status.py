@@ -50,7 +50,7 @@ class TableStatus:
         if name is None or name.startswith(f"{self.lastAppliedFile:020d}."):  # sequential names
             applied = f"applied through file {self.lastAppliedFile}"
         else:
-            applied = f"{self.lastAppliedFile} files applied (last {name})"
+            applied = f"{counted(self.lastAppliedFile, 'file')} applied (last {name})"
         line = (
             f"{self.sourceSchemaName}.{self.sourceTableName}: {self.status}, {applied}, "
             f"{counted(self.metrics['processedRows'], 'row')} processed"
