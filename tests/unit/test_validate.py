@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dbt.adapters.openmirror.publishing.publisher import PublishRecord
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
 from dbt.adapters.openmirror.tools.local_mirror.replay import LocalMirror
@@ -184,10 +185,27 @@ def test_a_good_landing_zone_has_no_findings(tmp_path, table):
         ),
         (lambda t: (t / "_metadata.json").unlink(), WARNING, "s.schema/t", "insert-only"),
         (
-            lambda t: (t / "_dbt_openmirror.json").write_text('{"keyColumns": ["v"]}'),
+            lambda t: (t / "_dbt_openmirror.json").write_text(PublishRecord(1, ["v"], "m").to_json()),
             ERROR,
             "_metadata.json",
             "can never change",
+        ),
+        (  # the next run refuses it, and `status` says so
+            lambda t: (t / "_dbt_openmirror.json").write_text('{"keyColumns": ["id"], "lastSequenceNumber": '),
+            ERROR,
+            "s.schema/t",
+            "_dbt_openmirror.json is damaged",
+        ),
+        (  # `dbt-openmirror publish` skips it and fails
+            lambda t: (
+                (t.parent.parent / "_scratchPad" / "dbt-openmirror" / "manifest").mkdir(parents=True)
+                or (t.parent.parent / "_scratchPad" / "dbt-openmirror" / "manifest" / "part-0.parquet").write_bytes(
+                    b"x"
+                )
+            ),
+            ERROR,
+            "_scratchPad/dbt-openmirror/manifest",
+            "not readable as a manifest file",
         ),
         (
             lambda t: write(t.parent.parent / "_scratchPad" / "run", "part-0.parquet", {"id": [1]}),

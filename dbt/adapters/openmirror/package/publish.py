@@ -56,6 +56,8 @@ HELD = "held"
 SUPERSEDED = "superseded"
 #: The states `dbt-openmirror publish` records last, each in a file of its own per run.
 _FINAL_STATES = (PUBLISHED, SUPERSEDED)
+#: The states of runs whose staged files are still to be published (or settled).
+WAITING_STATES = (STAGING, HELD, STAGED)
 FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
 _STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3, SUPERSEDED: 3}
@@ -599,4 +601,4 @@ def supersede_staged_runs(storage: LandingZoneStorage, table_folder: str, run_id
 def staged_runs(storage: LandingZoneStorage) -> list[StagedRun]:
     """Runs waiting for `dbt-openmirror publish`, runs still being staged, and runs held for
     their tests."""
-    return [r for r in read_manifest(storage) if r.state in (STAGING, HELD, STAGED)]
+    return [r for r in read_manifest(storage) if r.state in WAITING_STATES]

@@ -128,8 +128,9 @@ class OneLakeStorage(LandingZoneStorage):
             )
         else:
             cause = (
-                f"no token could be obtained with auth: {self.auth.method}. Check the profile's "
-                "auth fields (tenant_id, client_id, client_secret) or sign in (az login)"
+                f"no token could be obtained with auth: {self.auth.method}. Check the sign-in settings "
+                "(the profile's tenant_id, client_id and client_secret; for the dbt-openmirror command "
+                "--tenant-id, --client-id and AZURE_CLIENT_SECRET) or sign in (az login)"
             )
         detail = _describe(exc) if status else (str(exc).splitlines() or [type(exc).__name__])[0]
         return LandingZoneAccessError(self.auth.mask(f"{what} in {self.location}: {cause}. ({detail})"))

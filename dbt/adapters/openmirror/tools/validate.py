@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dbt.adapters.openmirror.errors import OpenMirrorError
-from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, staged_runs
+from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, WAITING_STATES, load_manifest
+from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.rules.column_rules import (
     TableColumns,
     absent_keys,
@@ -29,7 +30,6 @@ from dbt.adapters.openmirror.rules.landing_zone import (
     METADATA_FILE,
     PARTNER_EVENTS_FILE,
     PROCESSED_FOLDERS,
-    PUBLISH_RECORD_FILE,
     SCHEMA_FOLDER_SUFFIX,
     SCRATCH_FOLDER,
     folder_name_problem,
@@ -49,7 +49,6 @@ from dbt.adapters.openmirror.rules.markers import (
 from dbt.adapters.openmirror.rules.metadata_files import (
     LAST_UPDATE_TIME,
     TableMetadata,
-    load_json,
     parse_partner_events,
     parse_table_metadata,
 )
@@ -100,7 +99,11 @@ class LandingZoneValidator:
         except OpenMirrorError as exc:  # not UTF-8 text: the tables are still checked
             self._add(ERROR, PARTNER_EVENTS_FILE, exc.msg)
         # Package mode's manifest, and the runs it lists as waiting for `dbt-openmirror publish`.
-        expected = {MANIFEST_FOLDER, *(run.staged_folder for run in staged_runs(self.storage))}
+        manifest = load_manifest(self.storage)
+        for skipped in manifest.problems:  # `dbt-openmirror publish` skips these rows and fails
+            self._add(ERROR, MANIFEST_FOLDER, skipped)
+        waiting = (run.staged_folder for run in manifest.runs if run.state in WAITING_STATES)
+        expected = {MANIFEST_FOLDER, *waiting}
         self._scratch_leftovers(SCRATCH_FOLDER, expected)
         for name in self.storage.list_names(""):
             if name.endswith(SCHEMA_FOLDER_SUFFIX):
@@ -158,9 +161,14 @@ class LandingZoneValidator:
             self._add(WARNING, where, message)
         if parsed.metadata is None:
             return None
-        published = _published_keys(self.storage.read_text(f"{folder}/{PUBLISH_RECORD_FILE}"))
+        try:
+            record = Publisher(self.storage).read_record(folder)
+        except PublishError as exc:  # the next run refuses it
+            self._add(ERROR, folder, exc.msg)
+            record = None
+        published = record.key_columns if record is not None else None
         keys = list(parsed.metadata.key_columns)
-        if published is not None and published != keys:
+        if published and published != keys:
             self._add(
                 ERROR,
                 where,
@@ -396,15 +404,6 @@ class LandingZoneValidator:
                         "carry the full row",
                     ),
                 )
-
-
-def _published_keys(record: str | None) -> list[str] | None:
-    """The key columns our publisher's record (`_dbt_openmirror.json`) says it published with."""
-    try:
-        keys = load_json(record).get("keyColumns") if record is not None else None
-    except (ValueError, AttributeError):
-        return None
-    return keys if isinstance(keys, list) and keys else None
 
 
 def validate(storage: LandingZoneStorage) -> list[Finding]:
