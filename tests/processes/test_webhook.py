@@ -155,8 +155,8 @@ class Publishes:
 
 
 @contextmanager
-def receiving(publish, **options):
-    receiver = WebhookReceiver(publish, SECRET, "127.0.0.1", 0, **options).start()
+def receiving(publish, host="127.0.0.1", **options):
+    receiver = WebhookReceiver(publish, SECRET, host, 0, **options).start()
     try:
         yield receiver.url
     finally:
@@ -164,9 +164,10 @@ def receiving(publish, **options):
         receiver.stop()
 
 
-def test_a_signed_completed_event_is_accepted_at_once_and_publishes():
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"], ids=["ipv4", "ipv6"])
+def test_a_signed_completed_event_is_accepted_at_once_and_publishes(host):
     publishes = Publishes()
-    with receiving(publishes) as url:
+    with receiving(publishes, host) as url:
         assert deliver(url, event()) == 202
         assert publishes.wait_for(1)
     assert publishes.count == 1

@@ -132,6 +132,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], handler: type[BaseRequestHandler], slots: ConnectionSlots) -> None:
         self.slots = slots
+        # The host's own family: an IPv6 address (`::1`, `::`) fails to bind as IPv4.
+        self.address_family = socket.getaddrinfo(*address, type=socket.SOCK_STREAM)[0][0]
         super().__init__(address, handler)
 
     # A TCP server is handed a socket per request (the base class also allows a datagram's tuple).

@@ -267,7 +267,7 @@ class WebhookReceiver:
     @property
     def url(self) -> str:
         host, port = self._server.socket.getsockname()[:2]
-        return f"http://{host}:{port}{WEBHOOK_PATH}"
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}{WEBHOOK_PATH}"
 
     def start(self) -> "WebhookReceiver":
         """Serve in a background thread (tests, embedding); `stop` ends it."""
