@@ -625,7 +625,7 @@ def test_the_command_logs_each_publish_at_info(tmp_path):
     import subprocess
     import sys
 
-    with socket.socket() as probe:  # a free port: the command refuses --port 0
+    with socket.socket() as probe:  # a free port, known before the command starts
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "dbt.adapters.openmirror.tools.cli", "webhook", str(tmp_path), "--port", str(port)]
@@ -646,3 +646,17 @@ def test_the_command_logs_each_publish_at_info(tmp_path):
         receiver.send_signal(signal.SIGTERM)
         _, logged = receiver.communicate(timeout=60)
     assert "INFO publish requested by" in logged
+
+
+@pytest.mark.parametrize("request_line", [b"\x00\x01\x02\r\n\r\n", b"POST /webhook HTTP/9.9\r\n\r\n"])
+def test_a_request_http_server_refuses_is_answered_in_plain_text(request_line):
+    # As every other answer of the receiver: no HTML page.
+    with receiving(Publishes()) as url:
+        with connect(url) as sock:
+            sock.sendall(request_line)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+    # A request line it cannot read is answered as HTTP/0.9 is: the body alone.
+    assert answer.startswith((b"400 Bad request syntax", b"505 Invalid HTTP version")), answer
+    assert b"<" not in answer and b"\x00" not in answer, answer

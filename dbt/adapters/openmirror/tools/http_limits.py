@@ -169,6 +169,10 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
     `request_received` once it has read all it will read."""
 
     server: BoundedHTTPServer
+    # What http.server answers itself (a malformed request line, another HTTP version) in plain
+    # text, as every other answer: not its HTML page, which echoes the request back.
+    error_content_type = "text/plain; charset=utf-8"
+    error_message_format = "%(code)d %(message)s\n"
 
     def setup(self) -> None:
         super().setup()
