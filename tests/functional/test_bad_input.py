@@ -54,6 +54,9 @@ BAD_MODELS = {
     "latin_text.sql": "{{ config(materialized='open_mirror', unique_key='id', show_key_values=var('show', true)) }}\n"
     "select id, region, case when id = 2 and {{ var('latin', false) }} then cast(X'63616689' as string) "
     "else name end as name from {{ target.schema }}.src",
+    # Package mode's config: the plugin publishes to the profile's landing zone only.
+    "elsewhere.sql": _model("unique_key='id', landing_zone='/tmp/openmirror-elsewhere'"),
+    "profiles_zone.sql": _model("unique_key='id', landing_zone=target.landing_zone ~ '/'"),
     # Another model named like one of `clashing`'s own tables, which its runs would overwrite.
     "clashing__om_base.sql": "{{ config(materialized='table') }}\nselect 'user data' as note",
 }
@@ -102,12 +105,18 @@ class TestBadInput:
             ("wide_struct_map", ["'wide_struct_map'", "'s'", "f25:int,when:map<date,int>>", "transform_keys"]),
             ("wide_float_struct_key", ["'wide_float_struct_key'", "'k'", "f25:int,x:double>", "decimal"]),
             ("clashing", ["model 'clashing__om_base'", "beside", ".clashing", "rename one of them"]),
+            ("elsewhere", ["'elsewhere'", "landing_zone '/tmp/openmirror-elsewhere'", "package mode's config"]),
         ],
     )
     def test_config_and_name_errors(self, project, landing_zone, model, expected):
         message = self._fails(project, landing_zone, model)
         for fragment in expected:
             assert fragment in message
+
+    def test_a_model_landing_zone_that_is_the_profiles_publishes(self, project, warehouse, landing_zone):
+        run_dbt(["run", "--select", "profiles_zone"])
+        folder = table_folder(landing_zone, project.test_schema, "profiles_zone")
+        assert_mirror_equals(warehouse, folder, f"select * from {project.test_schema}.src")
 
     def test_a_misspelt_var_is_refused_rather_than_ignored(self, project, landing_zone):
         """Ignored, a misspelt dry run would publish."""

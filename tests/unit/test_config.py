@@ -3,7 +3,7 @@ from dataclasses import fields
 import pytest
 
 from dbt.adapters.openmirror.errors import MirrorConfigError
-from dbt.adapters.openmirror.run.config import CONFIGS, UserSetConfig, mirror_config
+from dbt.adapters.openmirror.run.config import CONFIGS, UserSetConfig, check_model_landing_zone, mirror_config
 
 
 def config(**values):
@@ -171,3 +171,24 @@ def test_only_the_configs_the_user_set_are_checked():
     assert mirror_config("m", "s", "t", UserSetConfig(dbt_config, set_by_user={"unique_key"})).delete_flag is None
     with pytest.raises(MirrorConfigError, match="'deleteflag'"):
         mirror_config("m", "s", "t", UserSetConfig(dbt_config, set_by_user={"unique_key", "deleteflag"}))
+
+
+ONELAKE = "https://onelake.dfs.fabric.microsoft.com/ws/db.MirroredDatabase/Files/LandingZone"
+
+
+@pytest.mark.parametrize(
+    "configured",
+    [None, ONELAKE + "/", "abfss://ws@onelake.dfs.fabric.microsoft.com/db.MirroredDatabase/Files/LandingZone"],
+)
+def test_a_model_landing_zone_the_profiles_is_accepted(configured):
+    # One project serves both modes: package mode's landing_zone config may name the profile's.
+    check_model_landing_zone("orders", configured, ONELAKE)
+
+
+@pytest.mark.parametrize("configured", ["/elsewhere", ONELAKE.replace("/ws/", "/other/"), 42])
+def test_a_model_landing_zone_the_plugin_would_not_publish_to_is_refused(configured):
+    # It was ignored: the model published into the profile's landing zone without a word.
+    with pytest.raises(MirrorConfigError) as refused:
+        check_model_landing_zone("orders", configured, ONELAKE)
+    message = refused.value.msg
+    assert message.startswith("Model 'orders': landing_zone ") and repr(configured) in message and ONELAKE in message

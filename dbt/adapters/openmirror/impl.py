@@ -31,6 +31,7 @@ from dbt.adapters.openmirror.run.config import (
     ConfigSource,
     MirrorConfig,
     UserSetConfig,
+    check_model_landing_zone,
     mirror_config,
     var_flag,
 )
@@ -167,6 +168,7 @@ class OpenMirrorAdapter(SparkAdapter):
         only reported, as a dry run's. `partial_output` says why the invocation builds only part of
         the model's rows (`--empty`, `--sample`; macros/package/audit.sql), None when it builds all."""
         mirror = self._mirror_config(model_name, this, config, set_by_user)
+        check_model_landing_zone(model_name, config.get("landing_zone"), self.config.credentials.landing_zone)
         nodes = graph.get("nodes", {})
         require_audit_hook(mirror, nodes)
         asked_for_dry_run = var_flag("openmirror_dry_run", dry_run)

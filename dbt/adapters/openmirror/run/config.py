@@ -6,10 +6,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from dbt.adapters.openmirror.errors import MirrorConfigError
+from dbt.adapters.openmirror.errors import LandingZoneConfigError, MirrorConfigError
 from dbt.adapters.openmirror.publishing.mirroring_service import DEFAULT_REBUILD_WAIT_SECONDS
 from dbt.adapters.openmirror.rules.landing_zone import folder_name_problem, table_folder_path
 from dbt.adapters.openmirror.run.relations import MAX_IDENTIFIER_LENGTH
+from dbt.adapters.openmirror.storage import canonical_landing_zone
 
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 CHANGE_MARKERS = ("insert_update_delete", "upsert")
@@ -314,6 +315,25 @@ def mirror_config(model: str, schema: str, identifier: str, config: ModelConfigS
         reconcile_every=_whole_number(model, "reconcile_every", config.get("reconcile_every"), 0, 0),
         skip_unchanged_inputs=_flag(model, "skip_unchanged_inputs", config.get("skip_unchanged_inputs"), True),
     )
+
+
+def check_model_landing_zone(model: str, configured: Any, profile_landing_zone: str) -> None:
+    """The model config `landing_zone` is package mode's (it overrides the var there): the plugin
+    publishes every model to its profile's landing zone, so one that names another is refused
+    rather than published where the user did not ask. The profile's, in any spelling, is fine:
+    one project serves both modes."""
+    if configured is None:
+        return
+    try:
+        same = isinstance(configured, str) and canonical_landing_zone(configured) == profile_landing_zone
+    except LandingZoneConfigError:
+        same = False
+    if not same:
+        raise MirrorConfigError(
+            f"Model '{model}': landing_zone {configured!r} is package mode's config, and is not the profile's "
+            f"landing_zone ({profile_landing_zone}), where the plugin publishes every model. Remove it from the "
+            "model (or give the profile's), or publish the model with a target whose landing_zone it is."
+        )
 
 
 #: How a flag var may be spelled (`--vars '{openmirror_dry_run: true}'`, or quoted in YAML).
