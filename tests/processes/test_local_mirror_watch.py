@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from dbt.adapters.openmirror.package.publish import PackagePublisher
 from dbt.adapters.openmirror.rules.monitoring import describe_replicator, parse_tables
 from dbt.adapters.openmirror.storage import LocalStorage
 from dbt.adapters.openmirror.tools.cli import main
@@ -209,3 +210,18 @@ def test_replay_of_a_onelake_landing_zone_writes_its_monitoring_files(tmp_path, 
         assert describe_replicator(monitoring(files, "replicator.json")) == "Stopped"
         assert sorted(p.name for p in (files / "Monitoring").iterdir()) == ["replicator.json", "tables.json"]
     assert "sales.orders: Replicating, applied through file 2, 3 rows processed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["publish", "replay", "validate"])
+def test_ctrl_c_of_a_command_that_does_not_watch_is_one_line(lz, tmp_path, capsys, monkeypatch, command):
+    # It ended in a Python traceback; what a stopped publish started, the next one finishes.
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PackagePublisher, "publish", interrupted)
+    monkeypatch.setattr(LocalMirror, "replay", interrupted)
+    monkeypatch.setattr("dbt.adapters.openmirror.tools.cli.validate", interrupted)
+    extra = ["--target", str(tmp_path / "m")] if command == "replay" else []
+    assert main([command, str(lz), *extra]) == 130
+    error = capsys.readouterr().err
+    assert error.startswith(f"dbt-openmirror {command}: interrupted") and error.count("\n") == 1, error

@@ -381,6 +381,16 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # e.g. a target folder that cannot be written
         _say(f"dbt-openmirror {args.command}: {exc}", error=True)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C of a command that does not watch (those stop on it cleanly)
+        _say(f"dbt-openmirror {args.command}: interrupted{_AFTER_INTERRUPT.get(args.command, '')}", error=True)
+        return 130
+
+
+#: What an interrupted command leaves to its next run (both are exactly once at any point).
+_AFTER_INTERRUPT = {
+    "publish": "; the next publish finishes what this one started",
+    "replay": "; the next replay goes on from the last file applied",
+}
 
 
 def console_main() -> None:
