@@ -15,6 +15,7 @@ from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.rules.landing_zone import scratch_path
 from dbt.adapters.openmirror.rules.markers import UPDATE
 from dbt.adapters.openmirror.storage import LocalStorage
+from tests.support.mirror import tree_digest
 
 TABLE = "sales.schema/orders"
 
@@ -259,3 +260,41 @@ def test_a_stopped_replication_fails_at_once_saying_what_to_start(item):
     service(item, FakeTime()).wait_until_dropped(TABLE, timeout_seconds=600, model="orders")
     service_lists(item, ("sales", "orders"))
     service(item, FakeTime()).wait_until_listed(TABLE, timeout_seconds=600, model="orders")
+
+
+def test_a_rebuild_while_replication_is_stopped_leaves_the_table_folder_as_it_was(item):
+    # The folder was deleted first and the run failed after: the table was gone until the next run.
+    storage = LocalStorage(item / "LandingZone")
+    time = FakeTime()
+    publisher = Publisher(storage, MirroringService(storage, [].append, time.clock, time.sleep))
+    leases = LeaseManager(storage)
+
+    def begin(rows, rebuild):
+        run_id = f"run-{rows}"
+        stage(storage, run_id, rows, marked=False)
+        pending = publisher.prepare(
+            TABLE,
+            ["id"],
+            scratch_path(run_id),
+            publisher.table_state(TABLE),
+            {UPDATE: rows},
+            "orders",
+            run_id,
+            True,
+            rebuild,
+        )
+        lease = leases.acquire(TABLE, run_id, "orders", ttl_seconds=600, wait_seconds=0)
+        try:
+            publisher.begin(pending, leases.fence(lease), service_wait_seconds=60)
+            publisher.complete(pending, leases.fence(lease))
+            publisher.commit(pending, leases.fence(lease))
+        finally:
+            leases.release(lease)
+
+    begin(2, rebuild=False)
+    service_lists(item, ("sales", "orders"))
+    (item / "Monitoring" / "replicator.json").write_text('{"status": "Stopped"}')
+    before = tree_digest(storage.root / TABLE)
+    with pytest.raises(ServiceWaitError, match="replication is Stopped"):
+        begin(3, rebuild=True)
+    assert tree_digest(storage.root / TABLE) == before and time.now == 0

@@ -66,6 +66,17 @@ class MirroringService:
         if self.storage.read_monitoring(REPLICATOR_FILE) is not None:
             raise _Unsure(f"{TABLES_FILE} is missing, though the service's {REPLICATOR_FILE} is there")
 
+    def check_can_drop(self, table_folder: str, model: str) -> None:
+        """Before deleting a table folder to rebuild it: a service that lists the table while its
+        replication is stopped would never drop it, and the folder would stay deleted until a
+        later run. An unreadable status is left to the wait after the delete."""
+        try:
+            listed = self.lists(table_folder)
+        except _Unsure:
+            return
+        if listed:
+            self._check_replicating(table_folder, False, model)
+
     def wait_until_dropped(self, table_folder: str, timeout_seconds: float, model: str) -> None:
         """Before recreating a table folder: the service must no longer hold the old table."""
         self._wait(table_folder, False, timeout_seconds, model)

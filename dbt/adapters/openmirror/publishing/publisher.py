@@ -594,6 +594,8 @@ class Publisher:
         service lists the table again (mirroring_service.py)."""
         folder = pending.table_folder
         if pending.rebuild:
+            if pending.files:
+                self.service.check_can_drop(folder, pending.model)
             fence.check()
             self.storage.delete_folder(folder)
         if pending.files and pending.full_load:
