@@ -40,7 +40,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--extended",
         action="store_true",
-        help="also run the tests marked extended (14 to 20 minutes more on 2 cores): dbt runs in processes of "
+        help="also run the tests marked extended (18 to 25 minutes more on 2 cores): dbt runs in processes of "
         "their own, killed or stopped, the cluster suite, the crash-point sweeps beyond the default's sample, the "
         "demo scenario and package mode's twins of plugin tests; CI runs them",
     )

@@ -221,6 +221,7 @@ FLAGGED_B = (
 )
 
 
+@pytest.mark.extended
 class TestCrashPointSweepOfCandidateRuns:
     """An incremental model (is_incremental() true, candidates merged into the snapshot, flagged
     rows published as deletes) crashed at each operation: the next run recovers exactly once."""

@@ -164,6 +164,7 @@ class TestBadCandidates(Incremental):
             assert sorted(relations(warehouse, project.test_schema)) == ["orders", "orders__om_hashes", "src"]
 
 
+@pytest.mark.extended
 class TestEmptyRunsOfAFlaggedModel(Incremental):
     """`dbt run --empty` checks what a run would publish: the model's columns without its delete
     flag, under `on_schema_change='fail'` too."""
@@ -397,6 +398,7 @@ LONG_SQL = (
 )
 
 
+@pytest.mark.extended
 class TestWhatTheEmbeddedMetastoreCannotKeep:
     """Derby, the metastore of a session profile, keeps 32,700 characters of a table property
     or a view's text: the records of a wide table's columns are stored in parts, a model whose

@@ -160,6 +160,7 @@ def rewrite_as_before_the_in_base_bit(table: str) -> None:
     spark.sql(f"alter table {table}_old rename to {table}")
 
 
+@pytest.mark.extended
 class TestAnOlderVersionsOverlayLeftHalfPublished(Overlaid):
     def test_the_recovery_makes_it_the_snapshot(self, project, warehouse, landing_zone, tmp_path, monkeypatch):
         """A candidate run of a version before the overlay's in_base bit stopped after its files
@@ -227,6 +228,7 @@ class TestOverlayLimitAndColumnChanges(Overlaid):
 STRICT_MODEL = MODEL.replace("updated_at >= (select", "updated_at > (select")
 
 
+@pytest.mark.extended
 class TestCandidateRunsThatSelectNothing(Overlaid):
     """A candidate run whose model selects no row (`updated_at >` the latest published) changes
     nothing: no file, and the snapshot's tables stay as they are, a table or an overlaid view
@@ -260,6 +262,7 @@ class TestCandidateRunsThatSelectNothing(Overlaid):
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
 
 
+@pytest.mark.extended
 class TestLayersDroppedByHand(Overlaid):
     """An overlaid snapshot whose base or overlay someone dropped is no snapshot: its view cannot
     be read. The next run runs the model in full (`is_incremental()` is false) and loads the
@@ -346,6 +349,7 @@ class TestCandidatesAsPublished(Overlaid):
         assert self.layers(warehouse, schema) == {"orders": "table", "orders__om_hashes": "table"}
 
 
+@pytest.mark.extended
 class TestARespelledColumnStillOverlays(Overlaid):
     """A model that respells a column in case only (`name` -> `NAME`) keeps publishing it under
     the mirror's spelling, with a warning; its candidate runs still overlay the snapshot instead of
@@ -391,6 +395,7 @@ models:
 """
 
 
+@pytest.mark.extended
 class TestHeldChangeOnAnOverlaidSnapshot(Overlaid):
     """publish='after_tests' merges into a complete table; a change whose tests fail gives the
     overlaid snapshot back, one whose tests pass replaces it."""
@@ -504,6 +509,7 @@ class TestADroppedColumnStillOverlays(Overlaid):
 IGNORING_MODEL = MODEL.replace("delete_flag='deleted',", "delete_flag='deleted', on_schema_change='ignore',")
 
 
+@pytest.mark.extended
 class TestAnIgnoredColumnStillOverlays(Overlaid):
     """With `on_schema_change='ignore'` a column the model starts returning is neither published
     nor kept in the snapshot, so every later run finds it new again: candidate runs overlay the

@@ -211,6 +211,7 @@ class TestPackageMode(InPackageMode):
         assert len(file_markers(folder)) == 2
 
 
+@pytest.mark.extended
 class TestPackageModeWithoutKeyHashes(InPackageMode):
     """var openmirror_key_hashes: false (where managed tables must be Delta): no key hashes tables,
     whole rows are compared and the key is checked on the output, with the same results."""
@@ -473,6 +474,7 @@ class TestPackageWriteAuditPublish(InPackageMode):
         assert warehouse.rows(f"select * from {schema}.orders") == snapshot
 
 
+@pytest.mark.extended
 class TestPackagePublishWhileTheServiceMirrors(InPackageMode):
     """`dbt-openmirror publish` into an item's `Files/LandingZone` while `replay --watch` mirrors
     it as the service would: a `--full-refresh` is published by the restart protocol (the folder

@@ -71,6 +71,7 @@ class TestEmptyRuns:
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
+@pytest.mark.extended
 class TestSampledRuns:
     """`dbt run --sample` filters every input that has an `event_time` to the sample's window, and
     the models built from it then hold the sample: a model with such a node upstream builds part

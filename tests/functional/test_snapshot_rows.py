@@ -87,6 +87,7 @@ class TestAFullDiffSnapshotThatLostRows:
         assert_mirror_equals(warehouse, folder, f"select * from {schema}.src")
 
 
+@pytest.mark.extended
 class TestAnIncrementalSnapshotThatLostRows:
     @pytest.fixture(scope="class")
     def models(self):
