@@ -1,10 +1,18 @@
 """Errors a dbt user can act on. Each names the model and, where there is one, the column and value."""
 
+from typing import Any
+
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+
+from dbt.adapters.openmirror.text import printable
 
 
 class OpenMirrorError(DbtRuntimeError):
     """Base class: something about the model or the landing zone stops the publish."""
+
+    def __init__(self, msg: str, node: Any = None) -> None:
+        # Messages quote folder names, file names and key values: anyone's text.
+        super().__init__(printable(msg), node)
 
 
 class LandingZoneConfigError(OpenMirrorError):

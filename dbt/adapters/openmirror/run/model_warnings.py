@@ -18,14 +18,18 @@ from dbt.task.run import ModelRunner
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 
+from dbt.adapters.openmirror.text import printable
+
 LOGGER_NAME = "OpenMirror"
 #: The adapter response field that carries a run's warnings (response.py).
 WARNINGS_FIELD = "warnings"
 
 
 def warn(message: str) -> None:
-    """Log `message` as a dbt warning (an error under --warn-error)."""
-    warn_or_error(AdapterEventWarning(name=LOGGER_NAME, base_msg=message, args=[], node_info=get_node_info()))
+    """Log `message` as a dbt warning (an error under --warn-error), its control characters
+    escaped: it quotes folder names and key values, which are anyone's text."""
+    event = AdapterEventWarning(name=LOGGER_NAME, base_msg=printable(message), args=[], node_info=get_node_info())
+    warn_or_error(event)
 
 
 def _with_warn_status(build: Any) -> Any:
