@@ -4,6 +4,7 @@ independent Delta reader."""
 import json
 import math
 import os
+import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -357,3 +358,15 @@ def test_a_table_of_an_earlier_mirror_goes_on_from_its_recorded_number(lz, mirro
     [status] = mirror.replay()
     assert (status.status, status.lastAppliedFile) == ("Replicating", 2)
     assert rows_of(mirror, "dbo", "t") == [{"id": 1}, {"id": 2}]
+
+
+def test_replay_says_which_tables_it_rebuilt(lz, tmp_path, capsys):
+    # With the same rows after the rebuild, the table's line did not change: `--watch` said nothing.
+    target = str(tmp_path / "m")
+    for _ in range(2):
+        declare(lz / "s.schema" / "t", ["id"])
+        write(lz / "s.schema" / "t", 1, [{"id": 1}], [0])
+        assert main(["replay", str(lz), "--target", target]) == 0
+        out = capsys.readouterr().out
+        shutil.rmtree(lz / "s.schema" / "t")
+    assert "s.t: rebuilt (its folder was deleted and created again)" in out

@@ -95,9 +95,16 @@ def _replay(args: argparse.Namespace) -> int:
     if args.watch:
         return _replay_watch(mirror, args.interval)
     statuses = mirror.replay()  # one poll: the service's status files are a watching mirror's
+    _say_rebuilt(mirror)
     for status in statuses:
         _say(status.describe())
     return 1 if any(s.status == "Error" for s in statuses) else 0
+
+
+def _say_rebuilt(mirror: LocalMirror) -> None:
+    """The tables the last poll rebuilt: their status line may read as before."""
+    for schema, table in mirror.rebuilt:
+        _say(f"{schema}.{table}: rebuilt (its folder was deleted and created again)")
 
 
 def _replay_watch(mirror: LocalMirror, interval: float) -> int:
@@ -110,6 +117,7 @@ def _replay_watch(mirror: LocalMirror, interval: float) -> int:
         current = {(s.sourceSchemaName, s.sourceTableName): s.describe() for s in statuses}
         for key in sorted(set(shown) - set(current)):
             _say(f"{key[0]}.{key[1]}: dropped (its folder was deleted)")
+        _say_rebuilt(mirror)
         for key, line in sorted(current.items()):
             if shown.get(key) != line:
                 _say(line)

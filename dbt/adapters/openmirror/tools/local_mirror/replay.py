@@ -59,6 +59,8 @@ class LocalMirror:
         self.storage = storage
         self.target = target
         self.status_files = StatusFiles(storage, target)
+        #: (schema, table) of the tables the last poll rebuilt (their folder was recreated).
+        self.rebuilt: list[tuple[str, str]] = []
         # Per Delta table: (table id, version, names applied up to it), so a poll reads only the
         # commits since the last one (LastUpdateTimeFileDetection's memory of processed paths).
         self._applied: dict[Path, tuple[str, int, set[str]]] = {}
@@ -104,6 +106,7 @@ class LocalMirror:
             # Never read a missing landing zone as one whose folders were all deleted.
             raise LandingZoneConfigError(f"the landing zone {self.storage.location} does not exist")
         self._claim_target()
+        self.rebuilt = []
         statuses = self.status_files.read()
         present = set()
         folders = list(table_folders(self.storage))
@@ -183,6 +186,8 @@ class LocalMirror:
             # Ours say what is wrong in their message; another library's needs its name.
             what = exc.msg if isinstance(exc, OpenMirrorError) else f"{type(exc).__name__}: {exc}"
             error = ("ReplayFailed", f"{where}{what}")
+        if progress.rebuilt:
+            self.rebuilt.append((schema, table))
         if status is None or progress.rebuilt:
             status = TableStatus(schema, table)
         return _updated(status, progress, error)
