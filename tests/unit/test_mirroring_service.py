@@ -3,6 +3,7 @@ beside the landing zone and waits until a rebuilt table is gone from it before r
 folder, and until it is listed again before publishing incremental files."""
 
 import json
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -190,6 +191,25 @@ def stage(storage, run_id, rows, marked):
     pq.write_table(table, folder / "part-00000-x.snappy.parquet")
 
 
+def publish_rows(publisher, rows, rebuild, full_load):
+    """A run of `rows` rows published into TABLE under its lease, as the publish sequence does."""
+    storage, run_id = publisher.storage, f"run-{rows}"
+    stage(storage, run_id, rows, marked=not full_load)
+    state = publisher.table_state(TABLE)
+    pending = publisher.prepare(
+        TABLE, ["id"], scratch_path(run_id), state, {UPDATE: rows}, "orders", run_id, full_load, rebuild
+    )
+    leases = LeaseManager(storage)
+    lease = leases.acquire(TABLE, run_id, "orders", ttl_seconds=600, wait_seconds=0)
+    fence = leases.fence(lease)
+    try:
+        publisher.begin(pending, fence, service_wait_seconds=60)
+        publisher.complete(pending, fence)
+        publisher.commit(pending, fence)
+    finally:
+        leases.release(lease)
+
+
 def test_a_rebuild_recreates_the_folder_only_after_the_service_dropped_the_table(item):
     """Delete the folder -> wait until the service no longer lists the table -> recreate it with
     _metadata.json and the full load -> incremental files only once the table is listed again."""
@@ -204,23 +224,7 @@ def test_a_rebuild_recreates_the_folder_only_after_the_service_dropped_the_table
     time = FakeTime(the_service)
     publisher = Publisher(storage, MirroringService(storage, [].append, time.clock, time.sleep))
 
-    leases = LeaseManager(storage)
-
-    def publish(rows, rebuild, full_load):
-        run_id = f"run-{rows}"
-        stage(storage, run_id, rows, marked=not full_load)
-        state = publisher.table_state(TABLE)
-        pending = publisher.prepare(
-            TABLE, ["id"], scratch_path(run_id), state, {UPDATE: rows}, "orders", run_id, full_load, rebuild
-        )
-        lease = leases.acquire(TABLE, run_id, "orders", ttl_seconds=600, wait_seconds=0)
-        fence = leases.fence(lease)
-        try:
-            publisher.begin(pending, fence, service_wait_seconds=60)
-            publisher.complete(pending, fence)
-            publisher.commit(pending, fence)
-        finally:
-            leases.release(lease)
+    publish = partial(publish_rows, publisher)
 
     publish(2, rebuild=False, full_load=True)
     service_lists(item, ("sales", "orders"))
@@ -267,34 +271,11 @@ def test_a_rebuild_while_replication_is_stopped_leaves_the_table_folder_as_it_wa
     storage = LocalStorage(item / "LandingZone")
     time = FakeTime()
     publisher = Publisher(storage, MirroringService(storage, [].append, time.clock, time.sleep))
-    leases = LeaseManager(storage)
 
-    def begin(rows, rebuild):
-        run_id = f"run-{rows}"
-        stage(storage, run_id, rows, marked=False)
-        pending = publisher.prepare(
-            TABLE,
-            ["id"],
-            scratch_path(run_id),
-            publisher.table_state(TABLE),
-            {UPDATE: rows},
-            "orders",
-            run_id,
-            True,
-            rebuild,
-        )
-        lease = leases.acquire(TABLE, run_id, "orders", ttl_seconds=600, wait_seconds=0)
-        try:
-            publisher.begin(pending, leases.fence(lease), service_wait_seconds=60)
-            publisher.complete(pending, leases.fence(lease))
-            publisher.commit(pending, leases.fence(lease))
-        finally:
-            leases.release(lease)
-
-    begin(2, rebuild=False)
+    publish_rows(publisher, 2, rebuild=False, full_load=True)
     service_lists(item, ("sales", "orders"))
     (item / "Monitoring" / "replicator.json").write_text('{"status": "Stopped"}')
     before = tree_digest(storage.root / TABLE)
     with pytest.raises(ServiceWaitError, match="replication is Stopped"):
-        begin(3, rebuild=True)
+        publish_rows(publisher, 3, rebuild=True, full_load=True)
     assert tree_digest(storage.root / TABLE) == before and time.now == 0

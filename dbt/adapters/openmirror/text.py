@@ -8,6 +8,8 @@ def counted(count: int, noun: str) -> str:
 
 def printable(text: str) -> str:
     """`text` with its control and format characters (escape sequences, line breaks, bidi
-    overrides) written as escapes: what a command prints from a landing zone or the service's
-    status files is anyone's text, and must neither drive the terminal nor forge a line."""
+    overrides) written as escapes. Messages quote folder and file names, status files and key
+    values, which are anyone's text: shown (by the command, or in dbt's errors and warnings) they
+    must neither drive the terminal nor forge a line. Printable text is returned as it is, so
+    escaping twice changes nothing."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

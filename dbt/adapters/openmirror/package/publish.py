@@ -16,7 +16,7 @@ import json
 import re
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -44,7 +44,7 @@ from dbt.adapters.openmirror.rules.landing_zone import (
 )
 from dbt.adapters.openmirror.rules.markers import KNOWN_MARKERS
 from dbt.adapters.openmirror.run.config import DEFAULT_LEASE_TTL_SECONDS
-from dbt.adapters.openmirror.storage.base import LandingZoneStorage
+from dbt.adapters.openmirror.storage.base import LandingZoneStorage, StoredFile
 from dbt.adapters.openmirror.text import counted
 
 STAGING, STAGED, DISCARDED, PUBLISHED = "staging", "staged", "discarded", "published"
@@ -57,7 +57,7 @@ SUPERSEDED = "superseded"
 #: The states `dbt-openmirror publish` records last, each in a file of its own per run.
 _FINAL_STATES = (PUBLISHED, SUPERSEDED)
 #: The states of runs whose staged files are still to be published (or settled).
-WAITING_STATES = (STAGING, HELD, STAGED)
+_WAITING_STATES = (STAGING, HELD, STAGED)
 FULL, INCREMENTAL = "full", "incremental"
 # A run's states only move forward; its row with the highest rank is its state.
 _STATE_RANK = {STAGING: 0, HELD: 1, STAGED: 2, DISCARDED: 2, PUBLISHED: 3, SUPERSEDED: 3}
@@ -202,6 +202,12 @@ class Manifest:
     #: Files and rows that were skipped, and why.
     problems: list[str]
 
+    @property
+    def waiting(self) -> list[StagedRun]:
+        """Runs waiting for `dbt-openmirror publish`, runs still being staged, and runs held for
+        their tests."""
+        return [r for r in self.runs if r.state in _WAITING_STATES]
+
 
 def load_manifest(storage: LandingZoneStorage) -> Manifest:
     """The manifest's runs; rows that are not what package mode writes, and runs whose rows
@@ -279,17 +285,22 @@ def sweep_uploads(storage: LandingZoneStorage, runs: Sequence[StagedRun]) -> Non
             storage.delete_file(f"{MANIFEST_FOLDER}/{name}")
 
 
-def abandoned_staging(storage: LandingZoneStorage, runs: Sequence[StagedRun]) -> list[str]:
+def abandoned_staging(
+    storage: LandingZoneStorage, runs: Sequence[StagedRun], entries: Iterable[StoredFile]
+) -> list[str]:
     """Staged folders of package runs stopped while Spark wrote their files, before the manifest
     recorded them (a killed or cancelled job): no manifest row names them, and a later run of the
-    same model was recorded well after they were last written, so nothing writes them any more."""
+    same model was recorded well after they were last written, so nothing writes them any more.
+    `entries`: the listing of the staging root."""
     named = {run.staged_folder for run in runs}
     last_recorded: dict[str, datetime] = {}
     for run in runs:
-        model = run.run_id.rpartition("-")[2]
-        last_recorded[model] = max(run.recorded_at, last_recorded.get(model, run.recorded_at))
+        match = PACKAGE_RUN_ID.fullmatch(run.run_id)
+        if match:
+            model = match["model"]
+            last_recorded[model] = max(run.recorded_at, last_recorded.get(model, run.recorded_at))
     abandoned = []
-    for entry in storage.list_files(STAGING_ROOT):
+    for entry in entries:
         folder = f"{STAGING_ROOT}/{entry.name}"
         match = PACKAGE_RUN_ID.fullmatch(entry.name)
         recorded = last_recorded.get(match["model"]) if match else None
@@ -403,14 +414,16 @@ class PackagePublisher:
             except (OpenMirrorError, OSError) as exc:
                 problems.append(f"{table_folder}: {_message(exc)}")
                 self.log(problems[-1])
+        # One listing finds what is left of every run: the manifest keeps every run ever staged.
+        left = {f"{STAGING_ROOT}/{entry.name}": entry for entry in self.storage.list_files(STAGING_ROOT)}
         for run in runs:
             try:
-                if run.state in (DISCARDED, SUPERSEDED) and self.storage.list_names(run.staged_folder):
+                if run.state in (DISCARDED, SUPERSEDED) and run.staged_folder in left:
                     self.publisher.discard(run.staged_folder)
             except (OpenMirrorError, OSError) as exc:
                 problems.append(f"{run.describe()}: its staged files could not be removed: {_message(exc)}")
                 self.log(problems[-1])
-        for folder in abandoned_staging(self.storage, runs):
+        for folder in abandoned_staging(self.storage, runs, left.values()):
             try:
                 self.publisher.discard(folder)
                 self.log(f"{folder}: deleted the files of a run stopped before the manifest recorded it")
@@ -599,6 +612,5 @@ def supersede_staged_runs(storage: LandingZoneStorage, table_folder: str, run_id
 
 
 def staged_runs(storage: LandingZoneStorage) -> list[StagedRun]:
-    """Runs waiting for `dbt-openmirror publish`, runs still being staged, and runs held for
-    their tests."""
-    return [r for r in read_manifest(storage) if r.state in WAITING_STATES]
+    """The manifest's runs that are not settled yet (`Manifest.waiting`)."""
+    return load_manifest(storage).waiting

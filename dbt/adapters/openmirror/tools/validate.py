@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dbt.adapters.openmirror.errors import OpenMirrorError, PublishError
-from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, WAITING_STATES, load_manifest
+from dbt.adapters.openmirror.package.publish import MANIFEST_FOLDER, load_manifest
 from dbt.adapters.openmirror.publishing.publisher import Publisher
 from dbt.adapters.openmirror.rules.column_rules import (
     TableColumns,
@@ -88,6 +88,7 @@ class _TableState:
 class LandingZoneValidator:
     def __init__(self, storage: LandingZoneStorage) -> None:
         self.storage = storage
+        self.publisher = Publisher(storage)  # reads the journals as a run does
         self.findings: list[Finding] = []
 
     def _add(self, severity: str, where: str, message: str) -> None:
@@ -102,8 +103,7 @@ class LandingZoneValidator:
         manifest = load_manifest(self.storage)
         for skipped in manifest.problems:  # `dbt-openmirror publish` skips these rows and fails
             self._add(ERROR, MANIFEST_FOLDER, skipped)
-        waiting = (run.staged_folder for run in manifest.runs if run.state in WAITING_STATES)
-        expected = {MANIFEST_FOLDER, *waiting}
+        expected = {MANIFEST_FOLDER, *(run.staged_folder for run in manifest.waiting)}
         self._scratch_leftovers(SCRATCH_FOLDER, expected)
         for name in self.storage.list_names(""):
             if name.endswith(SCHEMA_FOLDER_SUFFIX):
@@ -162,7 +162,7 @@ class LandingZoneValidator:
         if parsed.metadata is None:
             return None
         try:
-            record = Publisher(self.storage).read_record(folder)
+            record = self.publisher.read_record(folder)
         except PublishError as exc:  # the next run refuses it
             self._add(ERROR, folder, exc.msg)
             record = None

@@ -50,12 +50,15 @@ FOLDER_CONFLICT = "TableFolderConflict"
 
 class LocalMirror:
     def __init__(self, storage: LandingZoneStorage, target: Path) -> None:
-        if isinstance(storage, LocalStorage) and _overlap(storage.root.resolve(), target.resolve()):
+        local_root = storage.root.resolve() if isinstance(storage, LocalStorage) else None
+        if local_root is not None and _overlap(local_root, target.resolve()):
             # Its Delta tables and Monitoring/ would become table folders, or the landing zone a table.
             raise LandingZoneConfigError(
                 f"the local mirror's target {target} and the landing zone {storage.location} overlap: "
                 "give a target outside the landing zone (and not around it)"
             )
+        #: The landing zone as the target records it (SOURCE_FILE): one spelling of it.
+        self.source = str(local_root) if local_root is not None else storage.location
         self.storage = storage
         self.target = target
         self.status_files = StatusFiles(storage, target)
@@ -139,13 +142,12 @@ class LocalMirror:
         written before the record was kept is taken as this landing zone's)."""
         source = self.target / SOURCE_FILE
         recorded = source.read_text(encoding="utf-8") if source.exists() else None
-        ours = str(self.storage.root.resolve()) if isinstance(self.storage, LocalStorage) else self.storage.location
         if recorded is None:
             self.target.mkdir(parents=True, exist_ok=True)
-            source.write_text(ours, encoding="utf-8")
-        elif recorded != ours:
+            source.write_text(self.source, encoding="utf-8")
+        elif recorded != self.source:
             raise LandingZoneConfigError(
-                f"the local mirror {self.target} mirrors the landing zone {recorded}, not {ours}: "
+                f"the local mirror {self.target} mirrors the landing zone {recorded}, not {self.source}: "
                 "give each landing zone a target of its own (or delete this one to mirror from scratch)"
             )
 
